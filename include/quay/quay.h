@@ -1,0 +1,549 @@
+/*
+ * quay.h — the quay engine: a sans-I/O protocol engine for MPI-class
+ * message passing.
+ *
+ * One engine serves one rank. It never performs I/O, never reads a clock,
+ * never starts a thread and keeps no global state; two engines in one
+ * process never interfere. The embedder (adapter) feeds it three kinds of
+ * input and pulls one kind of output:
+ *
+ *   calls     quay_isend / quay_irecv / quay_iprobe / quay_improbe /
+ *             quay_imrecv / quay_cancel / quay_comm_create ...
+ *   arrivals  quay_on_packet  (bytes from peer P)
+ *             quay_on_op_done (an action the adapter was given is finished)
+ *   time      quay_on_time    (now, in ns; quay_next_deadline says when)
+ *   output    quay_next_action: SEND iovecs to a peer, RDMA put/get,
+ *             NOTIFY, request COMPLETE.
+ *
+ * The pump loop an adapter writes:
+ *
+ *   for (;;) {
+ *       while (quay_next_action(e, &a) == 1) execute(&a);   // may call on_op_done later
+ *       wait_for_io_or(quay_next_deadline(e));
+ *       for each received packet p from peer P:
+ *           if (quay_on_packet(e, P, p, n) == QUAY_EAGAIN) keep p, offer it again later;
+ *       quay_on_time(e, now_ns());
+ *   }
+ *
+ * Re-entry: no quay function calls back into the embedder except the
+ * allocator hooks and the trace hook; neither may call into the engine.
+ * An engine is not thread-safe: the embedder serialises calls on it.
+ *
+ * Every function that can fail returns int: 0 (QUAY_OK) or a negative
+ * QUAY_E* code. Codes at or below QUAY_ERR_FATAL mean the engine is no
+ * longer usable. No function aborts on bad input.
+ */
+#ifndef QUAY_H
+#define QUAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quay/quay_version.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(QUAY_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define QUAY_API __attribute__((visibility("default")))
+#else
+#define QUAY_API
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Error codes                                                          */
+/* ------------------------------------------------------------------ */
+
+#define QUAY_OK 0
+/** An argument is invalid (NULL handle, negative length, bad mode ...). */
+#define QUAY_EINVAL (-201)
+/** A rank is outside the communicator. */
+#define QUAY_ERANK (-202)
+/** A tag is negative (and not QUAY_ANY_TAG where a wildcard is allowed). */
+#define QUAY_ETAG (-203)
+/** Unknown or invalid communicator / context id. */
+#define QUAY_ECOMM (-204)
+/** A bounded resource is exhausted (request pool, reorder or unexpected
+ *  budget, control queue). Nothing was done; retry after the engine made
+ *  progress (pull actions, complete ops, post receives). For quay_on_packet:
+ *  the packet was NOT consumed; offer it again later. */
+#define QUAY_EAGAIN (-205)
+/** Receive status: the message was longer than the buffer; the first
+ *  `cap` bytes were delivered. */
+#define QUAY_ETRUNCATE (-206)
+/** Request status: the request was cancelled. */
+#define QUAY_ECANCELLED (-207)
+/** Request status: the peer failed (or its transport reported failure). */
+#define QUAY_EPEER (-208)
+/** Request status: a ready-mode send found no posted receive. Reported to
+ *  the sender's request and to the receive that later matches it. */
+#define QUAY_ENOTPOSTED (-209)
+/** quay_on_packet: malformed packet (length, type, version, field range).
+ *  The packet was dropped; the engine is unaffected. */
+#define QUAY_EPROTO (-210)
+/** quay_on_packet / quay_on_op_done: well-formed input that is not valid
+ *  in the current state (unknown or stale request id, duplicate sequence
+ *  number, out-of-window fragment, sender rank mismatch). Dropped. */
+#define QUAY_ESTATE (-211)
+/** Buffered send: the attached buffer has no room for this message. */
+#define QUAY_ENOBUFS (-212)
+/** The object is still in use (detach with buffered sends in flight,
+ *  communicator free with requests pending). Retry after progress. */
+#define QUAY_EBUSY (-213)
+/** Unsupported config or blob version. */
+#define QUAY_EVERSION (-214)
+/** Requested feature or mode is not supported by this engine / transport. */
+#define QUAY_ENOTSUP (-215)
+
+/** Codes at or below this are fatal: the engine must be freed. */
+#define QUAY_ERR_FATAL (-500)
+/** The allocator hook returned NULL during creation or a mandatory step. */
+#define QUAY_ENOMEM (-501)
+/** An internal invariant failed (e.g. the fast matcher disagreed with the
+ *  oracle under QUAY_CFG_CHECK_ORACLE). Always a quay bug. */
+#define QUAY_EINTERNAL (-502)
+
+/** Human-readable name of a QUAY_E* code (never NULL). */
+QUAY_API const char *quay_strerror(int code);
+/** 1 if `code` is fatal (engine unusable), else 0. */
+QUAY_API int quay_err_is_fatal(int code);
+
+/* ------------------------------------------------------------------ */
+/* Constants                                                            */
+/* ------------------------------------------------------------------ */
+
+/** Receive from any source. */
+#define QUAY_ANY_SOURCE (-1)
+/** Receive any tag. */
+#define QUAY_ANY_TAG (-1)
+/** The null process: sends and receives complete at once, move nothing. */
+#define QUAY_PROC_NULL (-2)
+/** Largest valid tag. Tags are 0..QUAY_TAG_MAX. */
+#define QUAY_TAG_MAX INT32_MAX
+/** quay_next_deadline: no deadline pending. */
+#define QUAY_TIME_NONE UINT64_MAX
+/** Bytes of bookkeeping a buffered send takes in the attached buffer, in
+ *  addition to its payload (as MPI_BSEND_OVERHEAD). */
+#define QUAY_BSEND_OVERHEAD 64
+
+/* ------------------------------------------------------------------ */
+/* Handles                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct quay_engine quay_engine; /**< one rank's protocol engine */
+typedef struct quay_comm quay_comm;     /**< communicator: context + rank map */
+typedef struct quay_req quay_req;       /**< a send or receive request */
+typedef struct quay_msg quay_msg;       /**< a message taken by quay_improbe */
+
+/** quay_improbe on QUAY_PROC_NULL yields this message handle; quay_imrecv
+ *  on it completes at once as a receive from QUAY_PROC_NULL. */
+#define QUAY_MSG_NO_PROC ((quay_msg *)(uintptr_t)1)
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                        */
+/* ------------------------------------------------------------------ */
+
+/** Allocator hooks. Every byte the engine holds comes from here. */
+typedef struct quay_allocator {
+    /** Return `size` bytes aligned for any type, or NULL. */
+    void *(*alloc)(size_t size, void *ctx);
+    /** Release memory from `alloc` (never called with NULL). */
+    void (*release)(void *ptr, void *ctx);
+    /** Passed to both hooks. */
+    void *ctx;
+} quay_allocator;
+
+/** Engine flags (quay_config.flags). */
+enum {
+    /** Emit a QUAY_ACT_COMPLETE action for every completed request (in
+     *  addition to quay_req_test). Default on. */
+    QUAY_CFG_COMPLETE_ACTIONS = 1u << 0,
+    /** Run the linear oracle matcher in lockstep with the fast matcher and
+     *  fail with QUAY_EINTERNAL on any disagreement (tests, fuzzing). */
+    QUAY_CFG_CHECK_ORACLE = 1u << 1,
+    /** Use the linear oracle as the matcher (for comparison benchmarks). */
+    QUAY_CFG_LINEAR_MATCH = 1u << 2,
+};
+
+#define QUAY_CONFIG_VERSION 1
+
+/**
+ * Engine configuration. Fill with quay_config_default(), change what you
+ * need, pass to quay_engine_new() (which copies it).
+ */
+typedef struct quay_config {
+    /** QUAY_CONFIG_VERSION of the caller; set by quay_config_default. */
+    uint32_t version;
+    /** QUAY_CFG_* flags. Default: QUAY_CFG_COMPLETE_ACTIONS. */
+    uint32_t flags;
+    /** This engine's rank in the world, 0 <= rank < nranks. Default 0. */
+    int32_t rank;
+    /** Number of ranks in the world (peers are 0..nranks-1). Default 1. */
+    int32_t nranks;
+    /** Seed for internal hashing (keeps peers from aiming at one bin). */
+    uint64_t seed;
+    /** Largest payload sent eagerly (header + payload in one packet).
+     *  Larger messages use rendezvous. Default 8192. */
+    size_t eager_max;
+    /** Rendezvous DATA fragment size. Default 65536. */
+    size_t frag_size;
+    /** Rendezvous fragments granted ahead of the data (1..64). With depth
+     *  >= 2 the grant for fragment k+depth travels while fragment k's data
+     *  does: one handshake per message, not per fragment. Default 8. */
+    uint32_t pipeline_depth;
+    /** Largest SEND action (header + payload) the transport can carry.
+     *  Must be >= QUAY_MAX_HEADER + max(eager_max, frag_size).
+     *  0 (default) means exactly that minimum. */
+    size_t max_packet;
+    /** Request pool size (sends + receives outstanding). Default 4096. */
+    uint32_t max_requests;
+    /** Descriptors for unexpected, held-out-of-order and taken (mprobe)
+     *  messages. Default 4096. */
+    uint32_t max_unexpected;
+    /** Bound on payload bytes held for unexpected / out-of-order eager
+     *  messages. Beyond it quay_on_packet answers QUAY_EAGAIN (flow control
+     *  applies back-pressure). Default 64 MiB. */
+    size_t unexpected_bytes_max;
+    /** Outstanding SEND actions (engine-owned headers not yet returned by
+     *  quay_on_op_done). Default 1024. */
+    uint32_t max_out;
+    /** Queued control replies (CTS grants excluded). Default 1024. */
+    uint32_t max_ctrl;
+    /** Communicators alive at once. Default 64. */
+    uint32_t max_comms;
+    /** How far (in sequence numbers) past the next expected one a
+     *  matchable packet from a peer may arrive and be held. Default 256. */
+    uint32_t reorder_window;
+    /** QUAY_CAP_* transport capabilities. Default 0. */
+    uint32_t transport_caps;
+    /** Allocator; all-NULL (default) means libc malloc/free. */
+    quay_allocator alloc;
+} quay_config;
+
+/** Transport capabilities (quay_config.transport_caps). */
+enum {
+    /** The transport never reorders packets between two peers. */
+    QUAY_CAP_ORDERED = 1u << 0,
+    /** The transport can execute RDMA_GET / RDMA_PUT actions. */
+    QUAY_CAP_RDMA_GET = 1u << 1,
+    QUAY_CAP_RDMA_PUT = 1u << 2,
+};
+
+/** Size of the largest engine header on a packet; max_packet must leave
+ *  room for it. */
+#define QUAY_MAX_HEADER 64
+
+/** Fill `cfg` with defaults (documented per field) and stamp the version. */
+QUAY_API void quay_config_default(quay_config *cfg);
+
+/* ------------------------------------------------------------------ */
+/* Engine                                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Create an engine. `cfg` is copied; it may be freed afterwards. All pools
+ * are allocated here through cfg->alloc, so a successful create means the
+ * engine will not allocate on the small-message hot path.
+ * Returns 0, QUAY_EINVAL (inconsistent config), QUAY_EVERSION, QUAY_ENOMEM.
+ */
+QUAY_API int quay_engine_new(const quay_config *cfg, quay_engine **pengine);
+
+/** Free an engine and everything it holds. Outstanding requests, messages
+ *  and communicators are released; pending actions are forgotten. NULL ok. */
+QUAY_API void quay_engine_free(quay_engine *e);
+
+/** This engine's world rank / world size. */
+QUAY_API int32_t quay_engine_rank(const quay_engine *e);
+QUAY_API int32_t quay_engine_size(const quay_engine *e);
+
+/* ------------------------------------------------------------------ */
+/* Communicators                                                        */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Create a communicator with an agreed `context_id` (the same on every
+ * member; unique among this engine's live communicators) and a map
+ * comm rank -> world rank. `world_ranks` may be NULL for the identity map
+ * (then nranks must equal the world size). This engine must be a member.
+ * The map is copied. Messages that arrived for `context_id` before this
+ * call are kept and become matchable now (in arrival order).
+ * Returns 0, QUAY_EINVAL, QUAY_ERANK (not a member / rank out of world),
+ * QUAY_ECOMM (context id in use), QUAY_EAGAIN (max_comms reached).
+ */
+QUAY_API int quay_comm_create(quay_engine *e, uint32_t context_id,
+                              int32_t nranks, const int32_t *world_ranks,
+                              quay_comm **pcomm);
+
+/** Free a communicator. QUAY_EBUSY while requests on it are pending or
+ *  unexpected messages for it are held (nothing is freed then). */
+QUAY_API int quay_comm_free(quay_engine *e, quay_comm *c);
+
+/** This engine's rank in `c`, the size of `c`, its context id. */
+QUAY_API int32_t quay_comm_rank(const quay_comm *c);
+QUAY_API int32_t quay_comm_size(const quay_comm *c);
+QUAY_API uint32_t quay_comm_context(const quay_comm *c);
+/** World rank of comm rank `r`, or -1 if out of range. */
+QUAY_API int32_t quay_comm_world_rank(const quay_comm *c, int32_t r);
+
+/* ------------------------------------------------------------------ */
+/* Point-to-point                                                       */
+/* ------------------------------------------------------------------ */
+
+/** Send modes (MPI's four). */
+typedef enum quay_send_mode {
+    QUAY_SEND_STANDARD = 0, /**< eager below eager_max, else rendezvous */
+    QUAY_SEND_SYNC = 1,     /**< completes only after the receiver matched */
+    QUAY_SEND_READY = 2,    /**< receiver must have posted: else QUAY_ENOTPOSTED
+                                 at both ends */
+    QUAY_SEND_BUFFERED = 3  /**< copied to the attached buffer; completes
+                                 locally at once */
+} quay_send_mode;
+
+/** Completion status of a request. */
+typedef struct quay_status {
+    /** Receive: comm rank of the sender (QUAY_PROC_NULL for the null
+     *  process). Send: the destination. */
+    int32_t source;
+    /** Receive: tag of the message (QUAY_ANY_TAG for PROC_NULL). */
+    int32_t tag;
+    /** 0, or QUAY_ETRUNCATE, QUAY_ECANCELLED, QUAY_EPEER, QUAY_ENOTPOSTED. */
+    int32_t error;
+    /** 1 if the request was cancelled (then error is QUAY_ECANCELLED). */
+    int32_t cancelled;
+    /** Receive: bytes delivered into the buffer. Send: bytes sent. */
+    uint64_t count;
+} quay_status;
+
+/**
+ * Post a send of `len` bytes at `buf` to comm rank `dst` (or
+ * QUAY_PROC_NULL) with `tag` >= 0. Zero-copy: the engine reads `buf` until
+ * the request completes (BUFFERED: until this call returns). Returns 0 and
+ * a request in *preq; QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, QUAY_EAGAIN
+ * (request pool exhausted), QUAY_ENOBUFS (buffered: no room).
+ */
+QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
+                        size_t len, int32_t dst, int32_t tag,
+                        quay_send_mode mode, quay_req **preq);
+
+/**
+ * Post a receive of at most `cap` bytes into `buf` from comm rank `src`
+ * (or QUAY_ANY_SOURCE / QUAY_PROC_NULL) with `tag` (or QUAY_ANY_TAG).
+ * MPI order: receives that match the same message are satisfied in post
+ * order; messages from one sender that match the same receive are received
+ * in send order. The engine never writes past buf+cap.
+ */
+QUAY_API int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                        int32_t src, int32_t tag, quay_req **preq);
+
+/**
+ * Non-blocking probe: *flag = 1 and *st filled if a message matching
+ * (src, tag) is available to a receive posted now, else *flag = 0. `st`
+ * may be NULL. st->count is the full message length.
+ */
+QUAY_API int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src,
+                         int32_t tag, int *flag, quay_status *st);
+
+/**
+ * Matched probe: as quay_iprobe, but a found message is removed from
+ * matching (no other receive can take it) and returned in *pmsg, to be
+ * received with quay_imrecv. *pmsg = NULL when nothing matched.
+ */
+QUAY_API int quay_improbe(quay_engine *e, quay_comm *c, int32_t src,
+                          int32_t tag, quay_msg **pmsg, quay_status *st);
+
+/** Receive a message taken by quay_improbe (consumes `msg`). */
+QUAY_API int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
+                         quay_req **preq);
+
+/**
+ * Request cancellation. A receive not yet matched completes with
+ * status.cancelled = 1. A send is cancelled only if the receiver has not
+ * matched it yet, which takes a protocol exchange: the send then completes
+ * either cancelled or normally. A completed request is unaffected.
+ * Returns 0 (the outcome is in the status), QUAY_EINVAL.
+ */
+QUAY_API int quay_cancel(quay_engine *e, quay_req *r);
+
+/** 1 if `r` is complete (and *st filled when st != NULL), else 0. */
+QUAY_API int quay_req_test(const quay_req *r, quay_status *st);
+
+/** Release a request. If it is not complete yet, it is released when it
+ *  completes (as MPI_Request_free), and no COMPLETE action is emitted. */
+QUAY_API int quay_req_free(quay_engine *e, quay_req *r);
+
+/** Attach an opaque pointer to a request (returned in COMPLETE actions). */
+QUAY_API void quay_req_set_user(quay_req *r, void *user);
+QUAY_API void *quay_req_user(const quay_req *r);
+/** Stable id of a request (as it appears in trace events). */
+QUAY_API uint32_t quay_req_id(const quay_req *r);
+
+/** Attach the buffer used by buffered sends (one at a time). */
+QUAY_API int quay_buffer_attach(quay_engine *e, void *buf, size_t len);
+/** Detach it: QUAY_EBUSY while buffered messages still use it. */
+QUAY_API int quay_buffer_detach(quay_engine *e, void **pbuf, size_t *plen);
+
+/* ------------------------------------------------------------------ */
+/* Arrivals, time, output                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * Feed a packet that arrived from world rank `peer`. The bytes are only
+ * read during the call. Returns 0 (consumed), QUAY_EAGAIN (not consumed:
+ * a bound was reached; offer it again after progress), QUAY_EPROTO or
+ * QUAY_ESTATE (rejected and dropped; the engine and other peers are
+ * unaffected), or a fatal code.
+ */
+QUAY_API int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes,
+                            size_t len);
+
+/**
+ * The adapter finished the action whose token is `token`: a SEND's iovecs
+ * were handed to the wire and may be reused (status 0), or the transport
+ * failed (status < 0, e.g. QUAY_EPEER). Returns 0 or QUAY_ESTATE for an
+ * unknown or already finished token.
+ */
+QUAY_API int quay_on_op_done(quay_engine *e, uint64_t token, int status);
+
+/** Tell the engine the time (ns, non-decreasing); runs due timers. */
+QUAY_API int quay_on_time(quay_engine *e, uint64_t now_ns);
+
+/** Earliest time the engine wants quay_on_time, or QUAY_TIME_NONE. */
+QUAY_API uint64_t quay_next_deadline(const quay_engine *e);
+
+/** Action kinds. */
+typedef enum quay_action_kind {
+    QUAY_ACT_SEND = 1,     /**< send iov[0..iovcnt) to `peer` as one packet */
+    QUAY_ACT_RDMA_PUT = 2, /**< write `rdma.local` to peer's (key, offset) */
+    QUAY_ACT_RDMA_GET = 3, /**< read peer's (key, offset) into `rdma.local` */
+    QUAY_ACT_NOTIFY = 4,   /**< wake the host of `peer` (application bypass) */
+    QUAY_ACT_COMPLETE = 5  /**< request `req` completed */
+} quay_action_kind;
+
+/** A slice of memory. */
+typedef struct quay_iov {
+    const void *base;
+    size_t len;
+} quay_iov;
+
+#define QUAY_ACTION_IOV_MAX 2
+
+/**
+ * One unit of output. SEND: iov[0] is the engine-owned header, valid until
+ * quay_on_op_done(token) is called; iov[1] (if iovcnt == 2) is a slice of
+ * user (or attached-buffer) memory, equally valid until then. The adapter
+ * must call quay_on_op_done(token, status) exactly once for every SEND and
+ * RDMA action, when its memory may be reused.
+ */
+typedef struct quay_action {
+    int32_t kind;    /**< quay_action_kind */
+    int32_t peer;    /**< world rank (SEND, RDMA, NOTIFY) */
+    uint64_t token;  /**< SEND / RDMA: for quay_on_op_done */
+    uint32_t iovcnt; /**< SEND: number of valid iov entries (1 or 2) */
+    quay_iov iov[QUAY_ACTION_IOV_MAX];
+    quay_req *req; /**< COMPLETE: the request */
+    void *user;    /**< COMPLETE: quay_req_user(req) */
+    /** RDMA_PUT / RDMA_GET (remote-memory protocols). */
+    struct {
+        uint64_t key;    /**< peer's memory key */
+        uint64_t offset; /**< offset within the peer's registered region */
+        void *local;     /**< local memory (source for PUT, target for GET) */
+        uint64_t len;    /**< bytes */
+    } rdma;
+} quay_action;
+
+/** Pull the next action: 1 and *a filled, or 0 when there is none now. */
+QUAY_API int quay_next_action(quay_engine *e, quay_action *a);
+
+/* ------------------------------------------------------------------ */
+/* Introspection: trace hook, states, statistics                        */
+/* ------------------------------------------------------------------ */
+
+/** Request states (the protocol state machines; see docs/protocols.md). */
+typedef enum quay_req_state {
+    QUAY_RS_FREE = 0,
+    /* send side */
+    QUAY_RS_SEND_EAGER,    /**< eager packet queued / on the wire */
+    QUAY_RS_SEND_WAIT_ACK, /**< sync/ready eager: wire done, awaiting reply */
+    QUAY_RS_SEND_RTS,      /**< rendezvous: RTS sent, awaiting first CTS */
+    QUAY_RS_SEND_DATA,     /**< rendezvous: sending granted fragments */
+    QUAY_RS_SEND_CANCEL,   /**< cancel requested, awaiting the verdict */
+    /* receive side */
+    QUAY_RS_RECV_POSTED,   /**< in the posted queue */
+    QUAY_RS_RECV_RNDV,     /**< matched an RTS: granting, receiving data */
+    /* both */
+    QUAY_RS_DONE,
+    QUAY_RS_COUNT_
+} quay_req_state;
+
+/** Name of a state ("SEND_EAGER", ...). */
+QUAY_API const char *quay_state_name(int state);
+
+/** Trace event kinds. */
+typedef enum quay_trace_kind {
+    QUAY_TR_STATE = 1,   /**< request `req_id` moved `from` -> `to` */
+    QUAY_TR_PKT_IN = 2,  /**< packet of `pkt` type accepted from `peer` */
+    QUAY_TR_PKT_OUT = 3, /**< packet of `pkt` type emitted to `peer` */
+    QUAY_TR_REJECT = 4,  /**< packet from `peer` rejected with `code` */
+    QUAY_TR_MATCH = 5    /**< receive `req_id` matched message (`peer`,
+                              `seq`, ctx, src, tag) */
+} quay_trace_kind;
+
+/** One trace event; valid only during the callback. */
+typedef struct quay_trace_event {
+    int32_t kind;    /**< quay_trace_kind */
+    uint32_t req_id; /**< request concerned (0 if none) */
+    int32_t from;    /**< STATE: previous quay_req_state */
+    int32_t to;      /**< STATE: new quay_req_state */
+    int32_t peer;    /**< world rank of the peer concerned, or -1 */
+    int32_t pkt;     /**< packet type (PKT_*, REJECT), see quay_pkt_name */
+    int32_t code;    /**< REJECT: the error code */
+    uint32_t ctx;    /**< MATCH: context id */
+    int32_t src;     /**< MATCH: source comm rank */
+    int32_t tag;     /**< MATCH: tag */
+    uint32_t seq;    /**< MATCH / PKT: the peer's envelope sequence number */
+} quay_trace_event;
+
+typedef void (*quay_trace_fn)(void *ctx, const quay_trace_event *ev);
+
+/** Install (or with fn = NULL remove) the trace hook, called synchronously
+ *  on every state transition, packet in/out, rejection and match. */
+QUAY_API void quay_set_trace(quay_engine *e, quay_trace_fn fn, void *ctx);
+
+/** Wire packet types (trace events carry them; docs/wire.md has layouts). */
+typedef enum quay_pkt_type {
+    QUAY_PKT_EAGER = 1,      /**< envelope + whole payload (sequenced) */
+    QUAY_PKT_RTS = 2,        /**< rendezvous request to send (sequenced) */
+    QUAY_PKT_CTS = 3,        /**< rendezvous clear to send / fragment grant */
+    QUAY_PKT_DATA = 4,       /**< rendezvous data fragment */
+    QUAY_PKT_ACK = 5,        /**< sync-send matched / ready-send verdict */
+    QUAY_PKT_CANCEL_REQ = 6, /**< sender asks to cancel a message (sequenced) */
+    QUAY_PKT_CANCEL_REP = 7  /**< receiver's cancel verdict */
+} quay_pkt_type;
+
+/** Name of a wire packet type ("EAGER", "RTS", ...), "?" if unknown. */
+QUAY_API const char *quay_pkt_name(int type);
+
+/** Engine counters (for tests, leak checks and benchmarks). */
+typedef struct quay_stats {
+    uint64_t pkts_in;          /**< packets accepted */
+    uint64_t pkts_out;         /**< SEND actions emitted */
+    uint64_t pkts_rejected;    /**< packets rejected (EPROTO / ESTATE) */
+    uint64_t pkts_deferred;    /**< packets answered with QUAY_EAGAIN */
+    uint64_t bytes_unexpected; /**< payload bytes held now */
+    uint64_t bytes_unexpected_peak;
+    uint32_t reqs_in_use;      /**< requests allocated (incl. completed, unfreed) */
+    uint32_t umsgs_in_use;     /**< unexpected / held / taken descriptors */
+    uint32_t outs_in_use;      /**< SEND actions not yet op_done */
+    uint32_t held_out_of_order;/**< packets held waiting for their turn */
+    uint32_t comms_in_use;
+    uint32_t ctrl_queued;
+} quay_stats;
+
+QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUAY_H */

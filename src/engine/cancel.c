@@ -1,0 +1,82 @@
+/*
+ * cancel.c — cancellation of receives and sends.
+ *
+ * A posted receive is cancelled locally. A send needs the receiver's word:
+ * the sender emits CANCEL_REQ, sequenced after the message itself, so when
+ * the receiver processes it the message has been processed too: either it
+ * is still unmatched (unexpected or orphaned: removed, verdict 1) or it was
+ * matched (verdict 0). The send then completes cancelled, or normally.
+ */
+#include "engine/internal.h"
+
+int quay_cancel(quay_engine *e, quay_req *r)
+{
+    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & RF_INTERNAL))
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (r->state == QUAY_RS_DONE)
+        return 0;
+    if (r->kind == RK_RECV) {
+        if (r->state == QUAY_RS_RECV_POSTED) {
+            match_remove_posted(e, r);
+            r->status.cancelled = 1;
+            r->status.error = QUAY_ECANCELLED;
+            r->status.count = 0;
+            req_complete(e, r);
+        }
+        return 0;
+    }
+    /* Send: only while the receiver may not have matched it yet. */
+    if (r->flags & (RF_CANCEL_PENDING | RF_ACKED | RF_CTS_SEEN))
+        return 0;
+    if (r->state != QUAY_RS_SEND_EAGER && r->state != QUAY_RS_SEND_WAIT_ACK &&
+        r->state != QUAY_RS_SEND_RTS)
+        return 0;
+    r->cancel_seq = e->peers[r->peer].tx_seq++;
+    r->flags |= RF_CANCEL_WANTED | RF_CANCEL_PENDING;
+    r->saved_state = r->state;
+    req_set_state(e, r, QUAY_RS_SEND_CANCEL);
+    txq_add(e, r);
+    return 0;
+}
+
+void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
+{
+    umsg *m = msg_find_by_seq(e, peer, req->target);
+    int32_t verdict = 0;
+    /* A poisoned ready message already got its verdict (ENOTPOSTED): it
+     * counts as matched, so its sender waits for that ACK, not a cancel. */
+    if (m != NULL && m->ctx == req->ctx && !(m->flags & UMF_POISON)) {
+        if (m->where == UM_UNEXP) {
+            match_remove_unexp(e, m);
+        } else {
+            ql_remove(&m->alink);
+            e->norphans--;
+        }
+        umsg_free(e, m);
+        verdict = 1;
+    }
+    ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, req->sreq, verdict);
+}
+
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
+{
+    quay_req *r = req_by_id(e, h->sreq);
+    if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
+        !(r->flags & RF_CANCEL_PENDING) || (r->flags & RF_CANCEL_WANTED))
+        return QUAY_ESTATE;
+    if (h->status == 1 && (r->flags & (RF_CTS_SEEN | RF_ACKED)))
+        return QUAY_ESTATE; /* it was matched: it cannot have been cancelled */
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    if (h->status == 1) {
+        r->flags |= RF_CANCELLED;
+        r->status.cancelled = 1;
+        r->status.error = QUAY_ECANCELLED;
+        r->status.count = 0;
+    } else if (r->state == QUAY_RS_SEND_CANCEL) {
+        req_set_state(e, r, r->saved_state);
+    }
+    req_progress(e, r);
+    return 0;
+}

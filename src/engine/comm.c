@@ -1,0 +1,132 @@
+/*
+ * comm.c — communicators: context ids, rank maps, lookup on arrival, and
+ * messages that arrived for a context this engine has not created yet
+ * (kept as orphans, adopted in arrival order by quay_comm_create).
+ */
+#include "engine/internal.h"
+
+quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
+{
+    quay_comm *c = e->last_comm;
+    if (c != NULL && c->ctx == ctx && c->in_use)
+        return c;
+    for (uint32_t i = 0; i < e->ncomms_max; i++) {
+        c = &e->comms[i];
+        if (c->in_use && c->ctx == ctx) {
+            e->last_comm = c;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+/* Adopt orphans of this context, oldest first; drop those whose claimed
+ * source rank does not map to the world rank they came from. */
+static void comm_adopt_orphans(quay_engine *e, quay_comm *c)
+{
+    qlink *n = ql_first(&e->orphans);
+    while (n != NULL) {
+        qlink *next = ql_next(&e->orphans, n);
+        umsg *m = QUAY_CONTAINER_OF(n, umsg, alink);
+        if (m->ctx == c->ctx) {
+            ql_remove(&m->alink);
+            e->norphans--;
+            if (comm_src_ok(c, m->src, m->peer)) {
+                m->comm = c;
+                match_add_unexp(e, c, m);
+            } else {
+                e->st.pkts_rejected++;
+                umsg_free(e, m);
+            }
+        }
+        n = next;
+    }
+}
+
+int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
+                     const int32_t *world_ranks, quay_comm **pc)
+{
+    if (e == NULL || pc == NULL || nranks <= 0)
+        return QUAY_EINVAL;
+    *pc = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (world_ranks == NULL && nranks != e->nranks)
+        return QUAY_EINVAL;
+    if (comm_lookup(e, ctx) != NULL)
+        return QUAY_ECOMM;
+    int32_t myrank = -1;
+    for (int32_t i = 0; i < nranks; i++) {
+        int32_t w = world_ranks ? world_ranks[i] : i;
+        if (w < 0 || w >= e->nranks)
+            return QUAY_ERANK;
+        if (w == e->rank && myrank < 0)
+            myrank = i;
+    }
+    if (myrank < 0)
+        return QUAY_ERANK;
+    quay_comm *c = NULL;
+    for (uint32_t i = 0; i < e->ncomms_max; i++) {
+        if (!e->comms[i].in_use) {
+            c = &e->comms[i];
+            break;
+        }
+    }
+    if (c == NULL)
+        return QUAY_EAGAIN;
+    int32_t *world = qalloc(e, (size_t)nranks * sizeof *world);
+    qlink *src = qalloc(e, (size_t)nranks * sizeof *src);
+    if (world == NULL || src == NULL) {
+        qfree(e, world);
+        qfree(e, src);
+        return QUAY_EAGAIN;
+    }
+    qfree(e, c->world);
+    qfree(e, c->unexp_src);
+    memset(c, 0, sizeof *c);
+    c->ctx = ctx;
+    c->size = nranks;
+    c->myrank = myrank;
+    c->world = world;
+    c->unexp_src = src;
+    for (int32_t i = 0; i < nranks; i++) {
+        world[i] = world_ranks ? world_ranks[i] : i;
+        ql_init(&src[i]);
+    }
+    ql_init(&c->posted_wild);
+    ql_init(&c->unexp_all);
+    c->in_use = 1;
+    e->ncomms++;
+    comm_adopt_orphans(e, c);
+    *pc = c;
+    return 0;
+}
+
+int quay_comm_free(quay_engine *e, quay_comm *c)
+{
+    if (e == NULL || c == NULL || c < e->comms ||
+        c >= e->comms + e->ncomms_max || !c->in_use)
+        return QUAY_EINVAL;
+    if (c->nreqs != 0 || c->nunexp != 0)
+        return QUAY_EBUSY;
+    qfree(e, c->world);
+    qfree(e, c->unexp_src);
+    c->world = NULL;
+    c->unexp_src = NULL;
+    c->in_use = 0;
+    if (e->last_comm == c)
+        e->last_comm = NULL;
+    e->ncomms--;
+    return 0;
+}
+
+int32_t quay_comm_rank(const quay_comm *c) { return c ? c->myrank : -1; }
+int32_t quay_comm_size(const quay_comm *c) { return c ? c->size : -1; }
+uint32_t quay_comm_context(const quay_comm *c) { return c ? c->ctx : 0; }
+
+int32_t quay_comm_world_rank(const quay_comm *c, int32_t r)
+{
+    if (c == NULL || r < 0 || r >= c->size)
+        return -1;
+    return c->world[r];
+}

@@ -1,0 +1,65 @@
+/*
+ * config.c — configuration defaults and validation.
+ */
+#include "engine/internal.h"
+
+void quay_config_default(quay_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->version = QUAY_CONFIG_VERSION;
+    cfg->flags = QUAY_CFG_COMPLETE_ACTIONS;
+    cfg->rank = 0;
+    cfg->nranks = 1;
+    cfg->seed = 0x9e3779b97f4a7c15ull;
+    cfg->eager_max = 8192;
+    cfg->frag_size = 65536;
+    cfg->pipeline_depth = 8;
+    cfg->max_packet = 0;
+    cfg->max_requests = 4096;
+    cfg->max_unexpected = 4096;
+    cfg->unexpected_bytes_max = (size_t)64 << 20;
+    cfg->max_out = 1024;
+    cfg->max_ctrl = 1024;
+    cfg->max_comms = 64;
+    cfg->reorder_window = 256;
+    cfg->transport_caps = 0;
+}
+
+int config_check(quay_config *c)
+{
+    if (c->version != QUAY_CONFIG_VERSION)
+        return QUAY_EVERSION;
+    if (c->nranks <= 0 || c->rank < 0 || c->rank >= c->nranks)
+        return QUAY_EINVAL;
+    if (c->flags & ~(uint32_t)(QUAY_CFG_COMPLETE_ACTIONS |
+                               QUAY_CFG_CHECK_ORACLE | QUAY_CFG_LINEAR_MATCH))
+        return QUAY_EINVAL;
+    if (c->frag_size == 0 || c->frag_size > UINT32_MAX)
+        return QUAY_EINVAL;
+    if (c->pipeline_depth < 1 || c->pipeline_depth > 64)
+        return QUAY_EINVAL;
+    size_t body = c->eager_max > c->frag_size ? c->eager_max : c->frag_size;
+    if (body > SIZE_MAX - QUAY_MAX_HEADER)
+        return QUAY_EINVAL;
+    if (c->max_packet == 0)
+        c->max_packet = body + QUAY_MAX_HEADER;
+    if (c->max_packet < body + QUAY_MAX_HEADER)
+        return QUAY_EINVAL;
+    if (c->max_requests == 0 || c->max_requests > REQ_MAX)
+        return QUAY_EINVAL;
+    if (c->max_unexpected == 0 || c->max_unexpected > (1u << 24))
+        return QUAY_EINVAL;
+    if (c->max_out == 0 || c->max_out > (1u << 24))
+        return QUAY_EINVAL;
+    if (c->max_ctrl == 0 || c->max_ctrl > (1u << 24))
+        return QUAY_EINVAL;
+    if (c->max_comms == 0 || c->max_comms > (1u << 16))
+        return QUAY_EINVAL;
+    if (c->reorder_window == 0 || c->reorder_window > (1u << 30))
+        return QUAY_EINVAL;
+    if ((c->alloc.alloc == NULL) != (c->alloc.release == NULL))
+        return QUAY_EINVAL;
+    return 0;
+}

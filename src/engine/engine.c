@@ -1,0 +1,290 @@
+/*
+ * engine.c — engine lifetime, packet dispatch, time, statistics, trace.
+ *
+ * quay_on_packet decodes the header (syntax) and hands the packet to the
+ * protocol module that owns its type; that module checks semantics (ids,
+ * ranks, state). A rejected packet never changes engine state.
+ */
+#include "engine/internal.h"
+
+#include <stdlib.h>
+
+/* ---- allocation through the hooks ----------------------------------------- */
+
+static void *libc_alloc(size_t n, void *ctx)
+{
+    QUAY_UNUSED(ctx);
+    return malloc(n);
+}
+
+static void libc_release(void *p, void *ctx)
+{
+    QUAY_UNUSED(ctx);
+    free(p);
+}
+
+void *qalloc(quay_engine *e, size_t n)
+{
+    return e->a.alloc(n ? n : 1, e->a.ctx);
+}
+
+void qfree(quay_engine *e, void *p)
+{
+    if (p != NULL)
+        e->a.release(p, e->a.ctx);
+}
+
+/* Allocate a zeroed array of n elements of size sz (n*sz checked). */
+static void *qcalloc(quay_engine *e, size_t n, size_t sz)
+{
+    if (sz != 0 && n > SIZE_MAX / sz)
+        return NULL;
+    void *p = qalloc(e, n * sz);
+    if (p != NULL)
+        memset(p, 0, n * sz);
+    return p;
+}
+
+/* ---- create / free --------------------------------------------------------- */
+
+static int engine_pools(quay_engine *e)
+{
+    const quay_config *c = &e->cfg;
+
+    e->nreqs = c->max_requests;
+    e->reqs = qcalloc(e, e->nreqs, sizeof *e->reqs);
+    e->nmsgs = c->max_unexpected;
+    e->msgs = qcalloc(e, e->nmsgs, sizeof *e->msgs);
+    e->peers = qcalloc(e, (size_t)e->nranks, sizeof *e->peers);
+    e->ncomms_max = c->max_comms;
+    e->comms = qcalloc(e, e->ncomms_max, sizeof *e->comms);
+    if (!e->reqs || !e->msgs || !e->peers || !e->comms)
+        return QUAY_ENOMEM;
+
+    /* Free lists in index order so allocation is deterministic. */
+    for (uint32_t i = e->nreqs; i-- > 0;) {
+        quay_req *r = &e->reqs[i];
+        ql_init(&r->link);
+        ql_init(&r->clink);
+        r->id = i; /* generation 0: ids handed out start at generation 1 */
+        r->link.next = (qlink *)e->req_free;
+        e->req_free = r;
+    }
+    for (uint32_t i = e->nmsgs; i-- > 0;) {
+        umsg *m = &e->msgs[i];
+        m->blink.next = (qlink *)e->msg_free;
+        e->msg_free = m;
+    }
+    for (int32_t p = 0; p < e->nranks; p++)
+        ql_init(&e->peers[p].held);
+    return 0;
+}
+
+int quay_engine_new(const quay_config *cfg, quay_engine **pe)
+{
+    if (pe == NULL)
+        return QUAY_EINVAL;
+    *pe = NULL;
+    if (cfg == NULL)
+        return QUAY_EINVAL;
+    quay_config c = *cfg;
+    int rc = config_check(&c);
+    if (rc != 0)
+        return rc;
+    quay_allocator a = c.alloc;
+    if (a.alloc == NULL) {
+        a.alloc = libc_alloc;
+        a.release = libc_release;
+        a.ctx = NULL;
+    }
+    quay_engine *e = a.alloc(sizeof *e, a.ctx);
+    if (e == NULL)
+        return QUAY_ENOMEM;
+    memset(e, 0, sizeof *e);
+    e->cfg = c;
+    e->a = a;
+    e->rank = c.rank;
+    e->nranks = c.nranks;
+    ql_init(&e->txq);
+    ql_init(&e->cq);
+    ql_init(&e->orphans);
+
+    rc = engine_pools(e);
+    if (rc == 0)
+        rc = out_init(e);
+    if (rc == 0)
+        rc = match_init(e);
+    if (rc != 0) {
+        quay_engine_free(e);
+        return rc;
+    }
+    *pe = e;
+    return 0;
+}
+
+void quay_engine_free(quay_engine *e)
+{
+    if (e == NULL)
+        return;
+    if (e->msgs != NULL) {
+        for (uint32_t i = 0; i < e->nmsgs; i++)
+            if (e->msgs[i].where != UM_FREE)
+                qfree(e, e->msgs[i].data);
+    }
+    if (e->comms != NULL) {
+        for (uint32_t i = 0; i < e->ncomms_max; i++) {
+            qfree(e, e->comms[i].world);
+            qfree(e, e->comms[i].unexp_src);
+        }
+    }
+    match_fini(e);
+    out_fini(e);
+    qfree(e, e->reqs);
+    qfree(e, e->msgs);
+    qfree(e, e->peers);
+    qfree(e, e->comms);
+    quay_allocator a = e->a;
+    a.release(e, a.ctx);
+}
+
+int32_t quay_engine_rank(const quay_engine *e) { return e ? e->rank : -1; }
+int32_t quay_engine_size(const quay_engine *e) { return e ? e->nranks : -1; }
+
+/* ---- arrivals --------------------------------------------------------------- */
+
+int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
+                const uint8_t *payload)
+{
+    wire_hdr h;
+    int hl = wire_decode(b, len, &h);
+    if (hl < 0)
+        return hl;
+    size_t plen = len - (size_t)hl;
+    if (payload == NULL)
+        payload = b + hl;
+    switch (h.type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+    case QUAY_PKT_CANCEL_REQ:
+        return seq_on_packet(e, peer, &h, payload, plen);
+    case QUAY_PKT_CTS: return rndv_on_cts(e, peer, &h);
+    case QUAY_PKT_DATA: return rndv_on_data(e, peer, &h, payload, plen);
+    case QUAY_PKT_ACK: return eager_on_ack(e, peer, &h);
+    case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, &h);
+    default: return QUAY_EPROTO; /* wire_decode admits no other type */
+    }
+}
+
+int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
+{
+    if (e == NULL || (bytes == NULL && len != 0))
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (peer < 0 || peer >= e->nranks)
+        return QUAY_EINVAL;
+    int rc = engine_recv(e, peer, bytes, len, NULL);
+    if (rc == 0) {
+        e->st.pkts_in++;
+        if (e->trace_fn)
+            trace_pkt(e, QUAY_TR_PKT_IN, len >= 2 ? ((const uint8_t *)bytes)[1] : 0,
+                      peer, 0, 0, 0);
+    } else if (rc == QUAY_EAGAIN) {
+        e->st.pkts_deferred++;
+    } else if (!quay_err_is_fatal(rc)) {
+        e->st.pkts_rejected++;
+        if (e->trace_fn)
+            trace_pkt(e, QUAY_TR_REJECT, len >= 2 ? ((const uint8_t *)bytes)[1] : 0,
+                      peer, 0, 0, rc);
+    }
+    if (e->fatal)
+        return e->fatal;
+    return rc;
+}
+
+/* ---- time ------------------------------------------------------------------- */
+
+int quay_on_time(quay_engine *e, uint64_t now_ns)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (now_ns > e->now)
+        e->now = now_ns;
+    /* The core protocols keep no timers; flow control adds its own. */
+    return 0;
+}
+
+uint64_t quay_next_deadline(const quay_engine *e)
+{
+    QUAY_UNUSED(e);
+    return QUAY_TIME_NONE;
+}
+
+/* ---- introspection ----------------------------------------------------------- */
+
+void quay_set_trace(quay_engine *e, quay_trace_fn fn, void *ctx)
+{
+    if (e == NULL)
+        return;
+    e->trace_fn = fn;
+    e->trace_ctx = ctx;
+}
+
+void trace_state(quay_engine *e, quay_req *r, int to)
+{
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = QUAY_TR_STATE;
+    ev.req_id = r->id;
+    ev.from = r->state;
+    ev.to = to;
+    ev.peer = -1;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
+void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
+               uint32_t seq, int code)
+{
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.pkt = pkt;
+    ev.peer = peer;
+    ev.req_id = req;
+    ev.seq = seq;
+    ev.code = code;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
+void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
+                 uint32_t seq, uint32_t ctx, int32_t src, int32_t tag)
+{
+    QUAY_UNUSED(m);
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = QUAY_TR_MATCH;
+    ev.req_id = r ? r->id : 0;
+    ev.peer = peer;
+    ev.seq = seq;
+    ev.ctx = ctx;
+    ev.src = src;
+    ev.tag = tag;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
+void quay_engine_stats(const quay_engine *e, quay_stats *st)
+{
+    if (e == NULL || st == NULL)
+        return;
+    *st = e->st;
+    st->bytes_unexpected = e->ubytes;
+    st->bytes_unexpected_peak = e->ubytes_peak;
+    st->reqs_in_use = e->reqs_used;
+    st->umsgs_in_use = e->msgs_used;
+    st->outs_in_use = e->outs_used;
+    st->held_out_of_order = e->held_total;
+    st->comms_in_use = e->ncomms;
+    st->ctrl_queued = e->ctrl_count;
+}

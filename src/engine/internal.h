@@ -1,0 +1,357 @@
+/*
+ * internal.h — the engine's objects and the interfaces between its files.
+ *
+ * Ownership: the engine owns fixed pools (requests, message descriptors,
+ * outgoing descriptors, control ring) allocated at creation through the
+ * configured hooks. Objects move between intrusive lists; nothing on the
+ * small-message hot path allocates. Files:
+ *   engine.c   create/free, packet dispatch, time, stats, trace
+ *   config.c   defaults and validation      errors.c  names and codes
+ *   comm.c     communicators, context lookup, orphaned messages
+ *   request.c  request pool, completion, test/free
+ *   match*.c   posted/unexpected queues (fast) and the linear oracle
+ *   seq.c      per-peer sequencing, held out-of-order packets, umsg pool
+ *   p2p.c      isend/irecv/probe/mprobe API entry points
+ *   eager.c    eager delivery, sync/ready acknowledgements
+ *   rndv.c     rendezvous RTS/CTS/DATA (pipelined)
+ *   cancel.c   receive and send cancellation
+ *   bsend.c    attached buffer for buffered sends
+ *   out.c      outgoing descriptors, control ring, action queue, op_done
+ */
+#ifndef QUAY_ENGINE_INTERNAL_H
+#define QUAY_ENGINE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <quay/quay.h>
+
+#include "engine/list.h"
+#include "engine/wire.h"
+
+#define QUAY_UNUSED(x) ((void)(x))
+
+/* ---- request ids: index in the pool | generation, never 0 ------------ */
+#define REQ_IDX_BITS 20u
+#define REQ_IDX_MASK ((1u << REQ_IDX_BITS) - 1u)
+#define REQ_MAX ((1u << REQ_IDX_BITS) - 1u)
+
+/* Request kinds. */
+enum { RK_SEND = 1, RK_RECV = 2 };
+
+/* Request flags. */
+enum {
+    RF_USER_FREED = 1u << 0,   /* quay_req_free before completion */
+    RF_ON_TXQ = 1u << 1,       /* on e->txq: has packets to emit */
+    RF_ON_CQ = 1u << 2,        /* on e->cq: COMPLETE action pending */
+    RF_ENV_SENT = 1u << 3,     /* send: EAGER/RTS emitted */
+    RF_WIRE_DONE = 1u << 4,    /* send eager: packet op_done */
+    RF_NEED_ACK = 1u << 5,     /* send: completion waits for an ACK */
+    RF_ACKED = 1u << 6,        /* send: ACK received */
+    RF_CANCEL_WANTED = 1u << 7,/* send: CANCEL_REQ to emit */
+    RF_CANCEL_PENDING = 1u << 8,/* send: verdict not yet received */
+    RF_CANCELLED = 1u << 9,    /* send: receiver agreed to cancel */
+    RF_NEED_CTS = 1u << 10,    /* recv rndv: a (new) grant to emit */
+    RF_CTS_SEEN = 1u << 11,    /* send rndv: first CTS processed */
+    RF_INTERNAL = 1u << 12,    /* engine-owned (buffered send carrier) */
+    RF_RNDV = 1u << 13,        /* send: uses rendezvous */
+    RF_FAILED = 1u << 14,      /* transport reported failure of an action */
+};
+
+typedef struct quay_req {
+    qlink link;       /* posted bin / wildcard list, or e->txq */
+    qlink clink;      /* e->cq */
+    uint32_t id;
+    uint8_t kind;     /* RK_* */
+    uint8_t state;    /* quay_req_state */
+    uint8_t mode;     /* quay_send_mode (send) */
+    uint8_t saved_state; /* send: state before SEND_CANCEL */
+    uint32_t flags;   /* RF_* */
+    uint32_t nout;    /* outgoing descriptors referencing this request */
+    quay_comm *comm;
+    int32_t rank;     /* send: dst comm rank; recv: src pattern */
+    int32_t tag;      /* send: tag; recv: tag pattern */
+    int32_t peer;     /* world rank of the peer (recv: once matched) */
+    uint32_t ctx;
+    union {
+        const uint8_t *sbuf;
+        uint8_t *rbuf;
+    } u;
+    size_t len;       /* send: message length; recv: capacity */
+    uint64_t stamp;   /* recv: post order */
+    quay_status status;
+    void *user;
+    /* send: envelope sequence, receiver's request id, rendezvous progress */
+    uint32_t seq;
+    uint32_t cancel_seq; /* send: sequence of its CANCEL_REQ */
+    uint32_t rreq;
+    /* recv: sender's request id and message length */
+    uint32_t sreq;
+    uint64_t msg_len;
+    /* rendezvous (both sides) */
+    uint64_t accepted;  /* bytes the receiver takes */
+    uint32_t frag;      /* fragment size (receiver's choice) */
+    uint32_t nfrags;
+    uint32_t grant;     /* fragments [0, grant) allowed */
+    uint32_t next_frag; /* send: next to emit */
+    uint32_t frags_done;/* send: op_done count */
+    uint32_t base;      /* recv: first fragment not yet received */
+    uint64_t bitmap;    /* recv: received fragments in [base, base + 64) */
+    uint64_t received;  /* recv: bytes received */
+    uint32_t ncts;      /* recv: CTS emitted; send: CTS received */
+    uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
+    void *bsend_block;  /* internal buffered-send carrier: its block */
+} quay_req;
+
+/* Message descriptor: unexpected, held out of order, orphaned or taken. */
+enum { UM_FREE = 0, UM_HELD, UM_UNEXP, UM_ORPHAN, UM_TAKEN };
+enum { UMF_SYNC = 1u << 0, UMF_READY = 1u << 1, UMF_POISON = 1u << 2 };
+
+struct quay_msg {
+    qlink blink;      /* unexpected bin list; held list of its peer */
+    qlink alink;      /* comm arrival-order list; orphans list */
+    qlink slink;      /* comm per-source list */
+    uint8_t where;    /* UM_* */
+    uint8_t type;     /* QUAY_PKT_EAGER / RTS / CANCEL_REQ */
+    uint8_t flags;    /* UMF_* */
+    int32_t peer;     /* sender world rank */
+    uint32_t ctx;
+    int32_t src;      /* sender comm rank (claimed until validated) */
+    int32_t tag;
+    uint32_t seq;
+    uint32_t sreq;
+    uint32_t target;  /* CANCEL_REQ: sequence to cancel */
+    uint64_t len;     /* message length */
+    uint8_t *data;    /* eager payload copy (len bytes) or NULL */
+    quay_comm *comm;  /* NULL while orphaned or held */
+};
+typedef struct quay_msg umsg;
+
+/* Communicator. */
+struct quay_comm {
+    uint32_t ctx;
+    int32_t size;
+    int32_t myrank;
+    int in_use;
+    int32_t *world;      /* comm rank -> world rank */
+    qlink posted_wild;   /* wildcard receives in post order */
+    uint32_t nwild;
+    qlink unexp_all;     /* unexpected messages in arrival order */
+    qlink *unexp_src;    /* per source, arrival order */
+    uint32_t nunexp;
+    uint32_t nreqs;      /* requests referencing this comm */
+};
+
+/* Outgoing descriptor: one SEND action until its op_done. */
+typedef struct qout {
+    uint32_t gen;
+    uint8_t in_use;
+    uint8_t pkt;      /* quay_pkt_type */
+    uint16_t hdr_len;
+    int32_t peer;
+    quay_req *req;    /* owner, or NULL for a control reply */
+    const void *payload;
+    size_t payload_len;
+    struct qout *next; /* free list / loopback queue */
+    uint32_t seq;     /* for tracing */
+    uint8_t hdr[QUAY_MAX_HEADER];
+} qout;
+
+/* Queued control reply (ACK, CANCEL_REP): pure data, encoded at pull. */
+typedef struct ctrl_item {
+    uint8_t pkt;
+    int32_t peer;
+    uint32_t sreq;
+    int32_t status;
+} ctrl_item;
+
+/* Per-peer sequencing state. */
+typedef struct peer_state {
+    uint32_t tx_seq;   /* next envelope sequence to assign */
+    uint32_t rx_seq;   /* next envelope sequence expected */
+    qlink held;        /* held out-of-order messages, sorted by seq */
+    uint32_t nheld;
+    uint8_t drain_blocked; /* held head is due but could not be processed */
+} peer_state;
+
+/* Matching state (match.c), engine-wide exact bins. */
+typedef struct match_state {
+    qlink *posted_bins;
+    uint32_t posted_mask;
+    qlink *unexp_bins;
+    uint32_t unexp_mask;
+    uint64_t seed;
+    struct oracle *oracle; /* linear matcher (CHECK_ORACLE / LINEAR_MATCH) */
+    int use_fast;          /* 0 under LINEAR_MATCH */
+    int check;             /* compare fast and oracle on every operation */
+} match_state;
+
+/* Attached buffer for buffered sends (bsend.c). */
+typedef struct bsend_state {
+    uint8_t *buf;
+    size_t len;
+    uint32_t nused; /* blocks in use */
+} bsend_state;
+
+struct quay_engine {
+    quay_config cfg;
+    quay_allocator a;
+    int32_t rank;
+    int32_t nranks;
+    int fatal;           /* sticky fatal code, 0 when healthy */
+    uint64_t now;
+    uint64_t stamp;      /* receive post counter */
+
+    quay_req *reqs;
+    uint32_t nreqs;
+    quay_req *req_free;  /* free list through link.next */
+    uint32_t reqs_used;
+
+    umsg *msgs;
+    uint32_t nmsgs;
+    umsg *msg_free;      /* free list through blink.next */
+    uint32_t msgs_used;
+    size_t ubytes;       /* payload bytes held in descriptors */
+    size_t ubytes_peak;
+    size_t held_bytes;
+    uint32_t held_total;
+
+    qout *outs;
+    uint32_t nouts;
+    qout *out_free;
+    uint32_t outs_used;
+    qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
+
+    ctrl_item *ctrl;
+    uint32_t ctrl_cap, ctrl_mask, ctrl_head, ctrl_count;
+
+    qlink txq;           /* requests with packets to emit */
+    qlink cq;            /* completed requests awaiting a COMPLETE action */
+    uint32_t ndrain_blocked;
+
+    peer_state *peers;
+    quay_comm *comms;
+    uint32_t ncomms_max;
+    uint32_t ncomms;
+    quay_comm *last_comm; /* lookup cache */
+    qlink orphans;       /* messages for contexts not created yet */
+    uint32_t norphans;
+
+    match_state m;
+    bsend_state bs;
+
+    quay_trace_fn trace_fn;
+    void *trace_ctx;
+    quay_stats st;
+};
+
+/* ---- config (config.c) ---------------------------------------------------- */
+/** Validate and normalise the engine's copy of the caller's config. */
+int config_check(quay_config *c);
+
+/* ---- allocation ------------------------------------------------------- */
+void *qalloc(quay_engine *e, size_t n);
+void qfree(quay_engine *e, void *p);
+
+/* ---- trace ------------------------------------------------------------- */
+void trace_state(quay_engine *e, quay_req *r, int to);
+void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
+               uint32_t seq, int code);
+void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
+                 uint32_t seq, uint32_t ctx, int32_t src, int32_t tag);
+
+static inline void req_set_state(quay_engine *e, quay_req *r, int to)
+{
+    if (e->trace_fn)
+        trace_state(e, r, to);
+    r->state = (uint8_t)to;
+}
+
+/* ---- requests (request.c) ---------------------------------------------- */
+quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c);
+void req_release(quay_engine *e, quay_req *r);
+/** Move r to DONE, queue its COMPLETE action or release it. */
+void req_complete(quay_engine *e, quay_req *r);
+/** Request for a wire id (index + generation), or NULL if stale/forged. */
+quay_req *req_by_id(quay_engine *e, uint32_t id);
+int req_valid_ptr(const quay_engine *e, const quay_req *r);
+void txq_add(quay_engine *e, quay_req *r);
+
+/* ---- communicators (comm.c) -------------------------------------------- */
+quay_comm *comm_lookup(quay_engine *e, uint32_t ctx);
+/** Comm rank of world rank `peer` claimed as `src`: 1 if consistent. */
+static inline int comm_src_ok(const quay_comm *c, int32_t src, int32_t peer)
+{
+    return src >= 0 && src < c->size && c->world[src] == peer;
+}
+
+/* ---- messages and sequencing (seq.c) ------------------------------------ */
+umsg *umsg_alloc(quay_engine *e);
+void umsg_free(quay_engine *e, umsg *m);
+/** Handle a sequenced packet (EAGER, RTS, CANCEL_REQ) from `peer`. */
+int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
+                  const uint8_t *payload, size_t plen);
+/** Retry draining peers whose due held packets were blocked. */
+void seq_retry_blocked(quay_engine *e);
+/** Find an unmatched (unexpected or orphaned) message by sender and
+ *  sequence number, or NULL. */
+umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq);
+
+/* ---- matching (match.c facade) ------------------------------------------ */
+int match_init(quay_engine *e);
+void match_fini(quay_engine *e);
+quay_req *match_find_posted(quay_engine *e, quay_comm *c, int32_t src,
+                            int32_t tag);
+void match_add_posted(quay_engine *e, quay_req *r);
+void match_remove_posted(quay_engine *e, quay_req *r);
+umsg *match_find_unexp(quay_engine *e, quay_comm *c, int32_t src, int32_t tag);
+void match_add_unexp(quay_engine *e, quay_comm *c, umsg *m);
+void match_remove_unexp(quay_engine *e, umsg *m);
+
+/* ---- protocols ------------------------------------------------------------ */
+/** A matchable message (EAGER or RTS) meets receive r (from arrival, post,
+ *  or imrecv). `data` is the eager payload (arrival or held copy). */
+void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
+                 const uint8_t *data);
+int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h);
+void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env);
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
+int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
+                 const uint8_t *payload, size_t plen);
+void cancel_on_req(quay_engine *e, int32_t peer, const umsg *m);
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** Check whether a send or receive has finished and complete it. */
+void req_progress(quay_engine *e, quay_req *r);
+/** 1 if the eager message `m` owes its sender an ACK when matched. */
+static inline int msg_needs_ack(const umsg *m)
+{
+    return m->type == QUAY_PKT_EAGER && (m->flags & (UMF_SYNC | UMF_READY)) &&
+           !(m->flags & UMF_POISON);
+}
+
+/* ---- output (out.c) ------------------------------------------------------- */
+int out_init(quay_engine *e);
+void out_fini(quay_engine *e);
+static inline int ctrl_space(const quay_engine *e)
+{
+    return e->ctrl_count < e->ctrl_cap;
+}
+/** Queue a control reply; caller checked ctrl_space(). */
+void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
+               int32_t status);
+/** Build request r's next packet into o; 1 if r has more to emit. */
+int req_emit(quay_req *r, qout *o);
+
+/* ---- buffered send (bsend.c) ---------------------------------------------- */
+void *bsend_alloc(quay_engine *e, size_t len);
+void bsend_release(quay_engine *e, void *block);
+
+/* ---- internal dispatch used by quay_on_packet and loopback ---------------- */
+/** Handle a packet of total length `len` whose header starts at `b`. The
+ *  payload follows the header in `b`, or is at `payload` when non-NULL
+ *  (loopback: header and payload live in different buffers). */
+int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
+                const uint8_t *payload);
+
+#endif /* QUAY_ENGINE_INTERNAL_H */

@@ -1,0 +1,326 @@
+/*
+ * out.c — output: outgoing descriptors, the control ring, the action queue
+ * (quay_next_action) and quay_on_op_done.
+ *
+ * Packets are built lazily, when the adapter pulls: a request with
+ * something to send sits on e->txq and its next packet is encoded into a
+ * free outgoing descriptor (engine-owned header + a slice of user memory).
+ * The descriptor lives until quay_on_op_done(token); its generation is in
+ * the token, so a stale or forged token is rejected. Control replies (ACK,
+ * CANCEL_REP) wait in a bounded ring as plain data. SENDs to this engine's
+ * own rank never leave: they are fed back through the packet path in FIFO
+ * order (loopback), so self-sends run the same protocols.
+ */
+#include "engine/internal.h"
+
+int out_init(quay_engine *e)
+{
+    e->nouts = e->cfg.max_out;
+    e->outs = qalloc(e, (size_t)e->nouts * sizeof *e->outs);
+    uint32_t cap = 1;
+    while (cap < e->cfg.max_ctrl)
+        cap <<= 1;
+    e->ctrl = qalloc(e, (size_t)cap * sizeof *e->ctrl);
+    if (e->outs == NULL || e->ctrl == NULL)
+        return QUAY_ENOMEM;
+    memset(e->outs, 0, (size_t)e->nouts * sizeof *e->outs);
+    for (uint32_t i = e->nouts; i-- > 0;) {
+        e->outs[i].next = e->out_free;
+        e->out_free = &e->outs[i];
+    }
+    e->ctrl_cap = e->cfg.max_ctrl;
+    e->ctrl_mask = cap - 1;
+    return 0;
+}
+
+void out_fini(quay_engine *e)
+{
+    qfree(e, e->outs);
+    qfree(e, e->ctrl);
+    e->outs = NULL;
+    e->ctrl = NULL;
+}
+
+/* ---- control ring ------------------------------------------------------------------ */
+
+void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
+               int32_t status)
+{
+    uint32_t i = (e->ctrl_head + e->ctrl_count) & e->ctrl_mask;
+    e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status};
+    e->ctrl_count++;
+}
+
+static ctrl_item ctrl_pop(quay_engine *e)
+{
+    ctrl_item it = e->ctrl[e->ctrl_head];
+    e->ctrl_head = (e->ctrl_head + 1) & e->ctrl_mask;
+    e->ctrl_count--;
+    return it;
+}
+
+/* ---- descriptors ------------------------------------------------------------------- */
+
+static qout *out_get(quay_engine *e)
+{
+    qout *o = e->out_free;
+    e->out_free = o->next;
+    o->next = NULL;
+    o->in_use = 1;
+    o->gen++;
+    o->req = NULL;
+    o->payload = NULL;
+    o->payload_len = 0;
+    o->seq = 0;
+    e->outs_used++;
+    return o;
+}
+
+static void out_put(quay_engine *e, qout *o)
+{
+    o->in_use = 0;
+    o->next = e->out_free;
+    e->out_free = o;
+    e->outs_used--;
+}
+
+/* The wire finished with o (status 0) or failed (< 0). */
+static void out_done(quay_engine *e, qout *o, int status)
+{
+    quay_req *r = o->req;
+    uint8_t pkt = o->pkt;
+    out_put(e, o);
+    if (r == NULL)
+        return;
+    r->nout--;
+    if (status < 0) {
+        r->flags |= RF_FAILED | RF_WIRE_DONE;
+        if (r->status.error == 0)
+            r->status.error = quay_err_is_fatal(status) ? QUAY_EPEER : status;
+    } else if (pkt == QUAY_PKT_EAGER) {
+        r->flags |= RF_WIRE_DONE;
+    } else if (pkt == QUAY_PKT_DATA) {
+        r->frags_done++;
+    }
+    req_progress(e, r);
+}
+
+int quay_on_op_done(quay_engine *e, uint64_t token, int status)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    uint32_t idx = (uint32_t)token;
+    if (idx >= e->nouts)
+        return QUAY_ESTATE;
+    qout *o = &e->outs[idx];
+    if (!o->in_use || o->gen != (uint32_t)(token >> 32) || o->peer == e->rank)
+        return QUAY_ESTATE;
+    out_done(e, o, status);
+    return e->fatal;
+}
+
+/* ---- building packets ----------------------------------------------------------------- */
+
+static int req_has_work(const quay_req *r)
+{
+    if (r->kind == RK_RECV)
+        return (r->flags & RF_NEED_CTS) != 0;
+    if (!(r->flags & RF_ENV_SENT) || (r->flags & RF_CANCEL_WANTED))
+        return 1;
+    return r->state == QUAY_RS_SEND_DATA && r->next_frag < r->grant;
+}
+
+int req_emit(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    o->peer = r->peer;
+    if (r->kind == RK_RECV) {
+        h.type = QUAY_PKT_CTS;
+        h.sreq = r->sreq;
+        h.rreq = r->id;
+        h.grant = r->grant;
+        h.frag = r->frag;
+        h.index = ++r->ncts;
+        h.len = r->accepted;
+        r->flags &= ~(uint32_t)RF_NEED_CTS;
+    } else if (!(r->flags & RF_ENV_SENT)) {
+        int rndv = (r->flags & RF_RNDV) != 0;
+        h.type = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
+        h.flags = (uint16_t)(r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
+                             : r->mode == QUAY_SEND_READY ? WIRE_F_READY
+                                                          : 0);
+        h.seq = r->seq;
+        h.ctx = r->ctx;
+        h.src = r->comm->myrank;
+        h.tag = r->tag;
+        h.sreq = r->id;
+        h.len = r->len;
+        if (!rndv) {
+            o->payload = r->u.sbuf;
+            o->payload_len = r->len;
+        }
+        o->seq = r->seq;
+        r->flags |= RF_ENV_SENT;
+    } else if (r->flags & RF_CANCEL_WANTED) {
+        h.type = QUAY_PKT_CANCEL_REQ;
+        h.seq = r->cancel_seq;
+        h.ctx = r->ctx;
+        h.sreq = r->id;
+        h.target = r->seq;
+        o->seq = r->cancel_seq;
+        r->flags &= ~(uint32_t)RF_CANCEL_WANTED;
+    } else {
+        uint64_t off = (uint64_t)r->next_frag * r->frag;
+        uint64_t n = r->accepted - off;
+        if (n > r->frag)
+            n = r->frag;
+        h.type = QUAY_PKT_DATA;
+        h.rreq = r->rreq;
+        h.offset = off;
+        o->payload = r->u.sbuf + off;
+        o->payload_len = (size_t)n;
+        r->next_frag++;
+    }
+    o->pkt = h.type;
+    o->hdr_len = (uint16_t)wire_encode(&h, o->hdr);
+    o->req = r;
+    r->nout++;
+    return req_has_work(r);
+}
+
+static void ctrl_emit(const ctrl_item *it, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = it->pkt;
+    h.sreq = it->sreq;
+    h.status = it->status;
+    o->peer = it->peer;
+    o->pkt = it->pkt;
+    o->hdr_len = (uint16_t)wire_encode(&h, o->hdr);
+}
+
+/* ---- loopback ---------------------------------------------------------------------------- */
+
+static void loop_push(quay_engine *e, qout *o)
+{
+    o->next = NULL;
+    if (e->loop_tail != NULL)
+        e->loop_tail->next = o;
+    else
+        e->loop_head = o;
+    e->loop_tail = o;
+}
+
+/* Feed queued self-packets back in order; stop at one that must wait. */
+static void loop_run(quay_engine *e)
+{
+    qout *o;
+    while ((o = e->loop_head) != NULL) {
+        int rc = engine_recv(e, e->rank, o->hdr, o->hdr_len + o->payload_len,
+                             o->payload);
+        if (rc == QUAY_EAGAIN)
+            return;
+        e->loop_head = o->next;
+        if (e->loop_head == NULL)
+            e->loop_tail = NULL;
+        if (rc == 0) {
+            e->st.pkts_in++;
+            if (e->trace_fn)
+                trace_pkt(e, QUAY_TR_PKT_IN, o->pkt, e->rank, 0, o->seq, 0);
+        } else {
+            e->st.pkts_rejected++; /* our own packet: a quay bug */
+            if (!e->fatal)
+                e->fatal = QUAY_EINTERNAL;
+        }
+        out_done(e, o, 0);
+    }
+}
+
+/* ---- the action queue -------------------------------------------------------------------- */
+
+static void fill_send(quay_engine *e, qout *o, quay_action *a)
+{
+    a->kind = QUAY_ACT_SEND;
+    a->peer = o->peer;
+    a->token = (uint64_t)o->gen << 32 | (uint64_t)(o - e->outs);
+    a->iov[0].base = o->hdr;
+    a->iov[0].len = o->hdr_len;
+    a->iovcnt = 1;
+    if (o->payload_len != 0) {
+        a->iov[1].base = o->payload;
+        a->iov[1].len = o->payload_len;
+        a->iovcnt = 2;
+    }
+    a->req = NULL;
+    a->user = NULL;
+}
+
+static void emitted(quay_engine *e, qout *o)
+{
+    e->st.pkts_out++;
+    if (e->trace_fn)
+        trace_pkt(e, QUAY_TR_PKT_OUT, o->pkt, o->peer, o->req ? o->req->id : 0,
+                  o->seq, 0);
+}
+
+int quay_next_action(quay_engine *e, quay_action *a)
+{
+    if (e == NULL || a == NULL)
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (e->ndrain_blocked)
+        seq_retry_blocked(e);
+    for (;;) {
+        if (e->loop_head != NULL)
+            loop_run(e);
+        if (e->out_free != NULL && e->ctrl_count != 0) {
+            ctrl_item it = ctrl_pop(e);
+            qout *o = out_get(e);
+            ctrl_emit(&it, o);
+            emitted(e, o);
+            if (o->peer == e->rank) {
+                loop_push(e, o);
+                continue;
+            }
+            fill_send(e, o, a);
+            return 1;
+        }
+        qlink *n;
+        if (e->out_free != NULL && (n = ql_first(&e->txq)) != NULL) {
+            quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
+            ql_remove(&r->link);
+            if (!req_has_work(r)) {
+                r->flags &= ~(uint32_t)RF_ON_TXQ;
+                continue;
+            }
+            qout *o = out_get(e);
+            if (req_emit(r, o))
+                ql_push_tail(&e->txq, &r->link); /* round-robin */
+            else
+                r->flags &= ~(uint32_t)RF_ON_TXQ;
+            emitted(e, o);
+            if (o->peer == e->rank) {
+                loop_push(e, o);
+                continue;
+            }
+            fill_send(e, o, a);
+            return 1;
+        }
+        if ((n = ql_first(&e->cq)) != NULL) {
+            quay_req *r = QUAY_CONTAINER_OF(n, quay_req, clink);
+            ql_remove(&r->clink);
+            r->flags &= ~(uint32_t)RF_ON_CQ;
+            memset(a, 0, sizeof *a);
+            a->kind = QUAY_ACT_COMPLETE;
+            a->req = r;
+            a->user = r->user;
+            return 1;
+        }
+        return e->fatal;
+    }
+}

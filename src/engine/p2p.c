@@ -1,0 +1,359 @@
+/*
+ * p2p.c — point-to-point entry points: isend, irecv, iprobe, improbe,
+ * imrecv. Arguments are validated here; protocol work is in eager.c,
+ * rndv.c, cancel.c and bsend.c. MPI rules applied here: PROC_NULL
+ * completes at once, a receive that finds an unexpected message takes the
+ * oldest match (match.c), otherwise it is posted with a post stamp.
+ */
+#include "engine/internal.h"
+
+static int comm_ok(const quay_engine *e, const quay_comm *c)
+{
+    return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max &&
+           c->in_use;
+}
+
+/* A request that completes at once as a transfer with the null process. */
+static int proc_null_req(quay_engine *e, quay_comm *c, int kind, int32_t tag,
+                         quay_req **preq)
+{
+    quay_req *r = req_alloc(e, kind, c);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->status.source = QUAY_PROC_NULL;
+    r->status.tag = kind == RK_RECV ? QUAY_ANY_TAG : tag;
+    r->status.count = 0;
+    req_complete(e, r);
+    *preq = r;
+    return 0;
+}
+
+static int send_args(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                     int32_t dst, int32_t tag, quay_send_mode mode,
+                     quay_req **preq)
+{
+    if (e == NULL || preq == NULL)
+        return QUAY_EINVAL;
+    *preq = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_ok(e, c) || (buf == NULL && len != 0))
+        return QUAY_EINVAL;
+    if ((unsigned)mode > QUAY_SEND_BUFFERED)
+        return QUAY_EINVAL;
+    if (tag < 0)
+        return QUAY_ETAG;
+    if (dst != QUAY_PROC_NULL && (dst < 0 || dst >= c->size))
+        return QUAY_ERANK;
+    return 0;
+}
+
+/* Prepare send request r for message (buf, len) to dst and queue it. */
+static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
+                       int32_t dst, int32_t tag, quay_send_mode mode)
+{
+    quay_comm *c = r->comm;
+    r->mode = (uint8_t)mode;
+    r->rank = dst;
+    r->tag = tag;
+    r->peer = c->world[dst];
+    r->u.sbuf = buf;
+    r->len = len;
+    r->seq = e->peers[r->peer].tx_seq++;
+    r->status.source = dst;
+    r->status.tag = tag;
+    r->status.count = len;
+    if (len > e->cfg.eager_max) {
+        r->flags |= RF_RNDV;
+        req_set_state(e, r, QUAY_RS_SEND_RTS);
+    } else {
+        if (mode == QUAY_SEND_SYNC || mode == QUAY_SEND_READY)
+            r->flags |= RF_NEED_ACK;
+        req_set_state(e, r, QUAY_RS_SEND_EAGER);
+    }
+    txq_add(e, r);
+}
+
+int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+               int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
+{
+    int rc = send_args(e, c, buf, len, dst, tag, mode, preq);
+    if (rc != 0)
+        return rc;
+    if (dst == QUAY_PROC_NULL)
+        return proc_null_req(e, c, RK_SEND, tag, preq);
+
+    if (mode == QUAY_SEND_BUFFERED) {
+        /* The user's request completes now; an internal request carries a
+         * copy from the attached buffer and releases it when done. */
+        if (e->reqs_used + 2 > e->nreqs)
+            return QUAY_EAGAIN;
+        void *copy = bsend_alloc(e, len);
+        if (copy == NULL)
+            return QUAY_ENOBUFS;
+        if (len != 0)
+            memcpy(copy, buf, len);
+        quay_req *carrier = req_alloc(e, RK_SEND, c);
+        carrier->flags |= RF_INTERNAL;
+        carrier->bsend_block = copy;
+        send_start(e, carrier, copy, len, dst, tag, QUAY_SEND_STANDARD);
+        quay_req *r = req_alloc(e, RK_SEND, c);
+        r->mode = QUAY_SEND_BUFFERED;
+        r->peer = c->world[dst];
+        r->status.source = dst;
+        r->status.tag = tag;
+        r->status.count = len;
+        req_complete(e, r);
+        *preq = r;
+        return 0;
+    }
+
+    quay_req *r = req_alloc(e, RK_SEND, c);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    send_start(e, r, buf, len, dst, tag, mode);
+    *preq = r;
+    return 0;
+}
+
+static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
+{
+    if (src != QUAY_ANY_SOURCE && src != QUAY_PROC_NULL &&
+        (src < 0 || src >= c->size))
+        return QUAY_ERANK;
+    if (tag < 0 && tag != QUAY_ANY_TAG)
+        return QUAY_ETAG;
+    return 0;
+}
+
+void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
+                 const uint8_t *data)
+{
+    r->peer = env->peer;
+    r->sreq = env->sreq;
+    r->msg_len = env->len;
+    r->status.source = env->src;
+    r->status.tag = env->tag;
+    if (env->flags & UMF_POISON) {
+        r->status.error = QUAY_ENOTPOSTED;
+        r->status.count = 0;
+        req_complete(e, r);
+        return;
+    }
+    if (env->type == QUAY_PKT_RTS) {
+        rndv_recv_matched(e, r, env);
+        return;
+    }
+    size_t n = env->len;
+    if (n > r->len) {
+        n = r->len;
+        r->status.error = QUAY_ETRUNCATE;
+    }
+    if (n != 0)
+        memcpy(r->u.rbuf, data, n);
+    r->status.count = n;
+    if (msg_needs_ack(env))
+        ctrl_push(e, QUAY_PKT_ACK, env->peer, env->sreq, 0);
+    req_complete(e, r);
+}
+
+int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+               int32_t src, int32_t tag, quay_req **preq)
+{
+    if (e == NULL || preq == NULL)
+        return QUAY_EINVAL;
+    *preq = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
+        return QUAY_EINVAL;
+    int rc = recv_pattern_ok(c, src, tag);
+    if (rc != 0)
+        return rc;
+    if (src == QUAY_PROC_NULL)
+        return proc_null_req(e, c, RK_RECV, tag, preq);
+
+    umsg *m = match_find_unexp(e, c, src, tag);
+    if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))
+        return QUAY_EAGAIN;
+    quay_req *r = req_alloc(e, RK_RECV, c);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->rank = src;
+    r->tag = tag;
+    r->u.rbuf = buf;
+    r->len = cap;
+    *preq = r;
+    if (m != NULL) {
+        match_remove_unexp(e, m);
+        if (e->trace_fn)
+            trace_match(e, r, m, m->peer, m->seq, m->ctx, m->src, m->tag);
+        p2p_deliver(e, r, m, m->data);
+        umsg_free(e, m);
+    } else {
+        req_set_state(e, r, QUAY_RS_RECV_POSTED);
+        match_add_posted(e, r);
+    }
+    return e->fatal;
+}
+
+static void probe_status(const umsg *m, quay_status *st)
+{
+    if (st == NULL)
+        return;
+    st->source = m->src;
+    st->tag = m->tag;
+    st->error = (m->flags & UMF_POISON) ? QUAY_ENOTPOSTED : 0;
+    st->cancelled = 0;
+    st->count = (m->flags & UMF_POISON) ? 0 : m->len;
+}
+
+static void null_status(quay_status *st)
+{
+    if (st == NULL)
+        return;
+    memset(st, 0, sizeof *st);
+    st->source = QUAY_PROC_NULL;
+    st->tag = QUAY_ANY_TAG;
+}
+
+static int probe_args(quay_engine *e, quay_comm *c, int32_t src, int32_t tag)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_ok(e, c))
+        return QUAY_EINVAL;
+    return recv_pattern_ok(c, src, tag);
+}
+
+int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
+                int *flag, quay_status *st)
+{
+    if (flag == NULL)
+        return QUAY_EINVAL;
+    *flag = 0;
+    int rc = probe_args(e, c, src, tag);
+    if (rc != 0)
+        return rc;
+    if (src == QUAY_PROC_NULL) {
+        *flag = 1;
+        null_status(st);
+        return 0;
+    }
+    umsg *m = match_find_unexp(e, c, src, tag);
+    if (m != NULL) {
+        *flag = 1;
+        probe_status(m, st);
+    }
+    return e->fatal;
+}
+
+int quay_improbe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
+                 quay_msg **pmsg, quay_status *st)
+{
+    if (pmsg == NULL)
+        return QUAY_EINVAL;
+    *pmsg = NULL;
+    int rc = probe_args(e, c, src, tag);
+    if (rc != 0)
+        return rc;
+    if (src == QUAY_PROC_NULL) {
+        *pmsg = QUAY_MSG_NO_PROC;
+        null_status(st);
+        return 0;
+    }
+    umsg *m = match_find_unexp(e, c, src, tag);
+    if (m == NULL)
+        return e->fatal;
+    if (msg_needs_ack(m)) {
+        /* Taking the message is the match a synchronous send waits for. */
+        if (!ctrl_space(e))
+            return QUAY_EAGAIN;
+        ctrl_push(e, QUAY_PKT_ACK, m->peer, m->sreq, 0);
+        m->flags &= (uint8_t)~(UMF_SYNC | UMF_READY);
+    }
+    match_remove_unexp(e, m);
+    m->where = UM_TAKEN;
+    c->nreqs++; /* the taken message keeps its communicator alive */
+    if (e->trace_fn)
+        trace_match(e, NULL, m, m->peer, m->seq, m->ctx, m->src, m->tag);
+    probe_status(m, st);
+    *pmsg = m;
+    return e->fatal;
+}
+
+int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
+                quay_req **preq)
+{
+    if (e == NULL || preq == NULL || msg == NULL || (buf == NULL && cap != 0))
+        return QUAY_EINVAL;
+    *preq = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (msg == QUAY_MSG_NO_PROC) {
+        quay_req *r = req_alloc(e, RK_RECV, NULL);
+        if (r == NULL)
+            return QUAY_EAGAIN;
+        null_status(&r->status);
+        req_complete(e, r);
+        *preq = r;
+        return 0;
+    }
+    if (msg < e->msgs || msg >= e->msgs + e->nmsgs ||
+        ((uintptr_t)msg - (uintptr_t)e->msgs) % sizeof *msg != 0 ||
+        msg->where != UM_TAKEN)
+        return QUAY_EINVAL;
+    quay_comm *c = msg->comm;
+    quay_req *r = req_alloc(e, RK_RECV, c);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    c->nreqs--; /* the request now holds the communicator */
+    r->rank = msg->src;
+    r->tag = msg->tag;
+    r->u.rbuf = buf;
+    r->len = cap;
+    *preq = r;
+    p2p_deliver(e, r, msg, msg->data);
+    umsg_free(e, msg);
+    return 0;
+}
+
+void req_progress(quay_engine *e, quay_req *r)
+{
+    if (r->state == QUAY_RS_DONE || r->nout != 0)
+        return;
+    if (r->flags & RF_FAILED) {
+        req_complete(e, r);
+        return;
+    }
+    if (r->kind == RK_RECV) {
+        if (r->state == QUAY_RS_RECV_RNDV && r->received == r->accepted &&
+            !(r->flags & RF_NEED_CTS))
+            req_complete(e, r);
+        return;
+    }
+    if (r->flags & RF_CANCEL_PENDING)
+        return;
+    if (r->flags & RF_CANCELLED) {
+        req_complete(e, r);
+        return;
+    }
+    if (r->flags & RF_RNDV) {
+        /* A NAK (ready send, nothing posted) ends it; else all data out. */
+        if ((r->flags & RF_ACKED) ||
+            ((r->flags & RF_CTS_SEEN) && r->frags_done == r->nfrags &&
+             r->cts_total != 0 && r->ncts == r->cts_total))
+            req_complete(e, r);
+        return;
+    }
+    if (!(r->flags & RF_WIRE_DONE))
+        return;
+    if ((r->flags & RF_NEED_ACK) && !(r->flags & RF_ACKED)) {
+        if (r->state != QUAY_RS_SEND_WAIT_ACK)
+            req_set_state(e, r, QUAY_RS_SEND_WAIT_ACK);
+        return;
+    }
+    req_complete(e, r);
+}

@@ -1,0 +1,129 @@
+/*
+ * request.c — the request pool, completion and the user-facing
+ * test / free calls.
+ *
+ * A request completes exactly once (req_complete) and is released only
+ * when it is complete, no outgoing descriptor references it (nout == 0)
+ * and the user has freed it. Its wire id changes on every reuse
+ * (generation), so a stale id from the wire is rejected, never followed.
+ */
+#include "engine/internal.h"
+
+quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
+{
+    quay_req *r = e->req_free;
+    if (r == NULL)
+        return NULL;
+    e->req_free = (quay_req *)r->link.next;
+    uint32_t idx = r->id & REQ_IDX_MASK;
+    uint32_t gen = (r->id >> REQ_IDX_BITS) + 1u;
+    if ((gen & ((1u << (32 - REQ_IDX_BITS)) - 1u)) == 0)
+        gen = 1; /* generation 0 is never handed out: ids are never 0 */
+    memset(r, 0, sizeof *r);
+    ql_init(&r->link);
+    ql_init(&r->clink);
+    r->id = (gen << REQ_IDX_BITS) | idx;
+    r->kind = (uint8_t)kind;
+    r->comm = c;
+    r->peer = -1;
+    if (c != NULL) {
+        c->nreqs++;
+        r->ctx = c->ctx;
+    }
+    e->reqs_used++;
+    return r;
+}
+
+void req_release(quay_engine *e, quay_req *r)
+{
+    if (ql_linked(&r->clink))
+        ql_remove(&r->clink);
+    if (ql_linked(&r->link))
+        ql_remove(&r->link);
+    if (r->comm != NULL)
+        r->comm->nreqs--;
+    r->comm = NULL;
+    r->state = QUAY_RS_FREE;
+    r->flags = 0;
+    r->link.next = (qlink *)e->req_free;
+    e->req_free = r;
+    e->reqs_used--;
+}
+
+void req_complete(quay_engine *e, quay_req *r)
+{
+    req_set_state(e, r, QUAY_RS_DONE);
+    if (r->flags & RF_INTERNAL)
+        bsend_release(e, r->bsend_block);
+    if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {
+        req_release(e, r);
+        return;
+    }
+    if (e->cfg.flags & QUAY_CFG_COMPLETE_ACTIONS) {
+        r->flags |= RF_ON_CQ;
+        ql_push_tail(&e->cq, &r->clink);
+    }
+}
+
+quay_req *req_by_id(quay_engine *e, uint32_t id)
+{
+    uint32_t idx = id & REQ_IDX_MASK;
+    if (id == 0 || idx >= e->nreqs)
+        return NULL;
+    quay_req *r = &e->reqs[idx];
+    if (r->id != id || r->state == QUAY_RS_FREE)
+        return NULL;
+    return r;
+}
+
+int req_valid_ptr(const quay_engine *e, const quay_req *r)
+{
+    if (r == NULL || r < e->reqs || r >= e->reqs + e->nreqs)
+        return 0;
+    if (((uintptr_t)r - (uintptr_t)e->reqs) % sizeof *r != 0)
+        return 0;
+    return r->state != QUAY_RS_FREE;
+}
+
+void txq_add(quay_engine *e, quay_req *r)
+{
+    if (r->flags & RF_ON_TXQ)
+        return;
+    r->flags |= RF_ON_TXQ;
+    ql_push_tail(&e->txq, &r->link);
+}
+
+/* ---- public ------------------------------------------------------------------ */
+
+int quay_req_test(const quay_req *r, quay_status *st)
+{
+    if (r == NULL || r->state != QUAY_RS_DONE)
+        return 0;
+    if (st != NULL)
+        *st = r->status;
+    return 1;
+}
+
+int quay_req_free(quay_engine *e, quay_req *r)
+{
+    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & RF_INTERNAL))
+        return QUAY_EINVAL;
+    if (r->flags & RF_USER_FREED)
+        return QUAY_EINVAL;
+    if (r->state == QUAY_RS_DONE) {
+        req_release(e, r);
+        return 0;
+    }
+    r->flags |= RF_USER_FREED;
+    return 0;
+}
+
+void quay_req_set_user(quay_req *r, void *user)
+{
+    if (r != NULL)
+        r->user = user;
+}
+
+void *quay_req_user(const quay_req *r) { return r ? r->user : NULL; }
+
+uint32_t quay_req_id(const quay_req *r) { return r ? r->id : 0; }

@@ -1,0 +1,142 @@
+/*
+ * rndv.c — sender-initiated rendezvous, pipelined [McMPI R1/R2, DMPI].
+ *
+ *   sender                         receiver
+ *   RTS(seq, env, len, sreq)  -->  match (now or when a receive is posted)
+ *                             <--  CTS(sreq, rreq, frag, accepted, grant)
+ *   DATA(rreq, off) x grant   -->  copy at off; as fragments land, the
+ *                             <--  CTS(grant + k) ... (grants overlap data)
+ *
+ * The receiver chooses the fragment size and how many bytes it accepts
+ * (min(len, cap): truncated bytes never travel). It keeps up to
+ * pipeline_depth fragments granted ahead of the first missing one and
+ * re-grants in batches of depth/2, so the handshake for later fragments
+ * travels while earlier data does: one exposed handshake per message.
+ * Grants are cumulative, so a late CTS is harmless; each CTS is numbered
+ * and the final one (grant == nfrags) says how many there were, so the
+ * sender completes only once every CTS addressed to it has arrived and no
+ * reordered straggler can hit a completed (or reused) request. The
+ * receiver tracks arrivals in a 64-bit window and rejects duplicates and
+ * fragments outside [base, grant).
+ */
+#include "engine/internal.h"
+
+static uint32_t frags_for(uint64_t bytes, uint32_t frag)
+{
+    return (uint32_t)((bytes + frag - 1) / frag);
+}
+
+void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
+{
+    uint64_t accepted = env->len;
+    if (accepted > r->len) {
+        accepted = r->len;
+        r->status.error = QUAY_ETRUNCATE;
+    }
+    uint64_t frag = e->cfg.frag_size;
+    /* Keep the fragment count within 32 bits for absurd sizes. */
+    if (accepted / frag >= UINT32_MAX)
+        frag = accepted / (UINT32_MAX - 1) + 1;
+    r->accepted = accepted;
+    r->frag = (uint32_t)frag;
+    r->nfrags = frags_for(accepted, r->frag);
+    r->grant = r->nfrags < e->cfg.pipeline_depth ? r->nfrags : e->cfg.pipeline_depth;
+    r->base = 0;
+    r->bitmap = 0;
+    r->received = 0;
+    r->status.count = accepted;
+    r->flags |= RF_NEED_CTS;
+    req_set_state(e, r, QUAY_RS_RECV_RNDV);
+    txq_add(e, r);
+}
+
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
+{
+    quay_req *r = req_by_id(e, h->sreq);
+    if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
+        !(r->flags & RF_RNDV) || !(r->flags & RF_ENV_SENT) ||
+        (r->flags & (RF_CANCELLED | RF_ACKED)) || r->state == QUAY_RS_DONE)
+        return QUAY_ESTATE;
+    if (!(r->flags & RF_CTS_SEEN)) {
+        if (h->len > r->len || h->frag > e->cfg.max_packet - WIRE_DATA_LEN)
+            return QUAY_ESTATE;
+        uint64_t nf = (h->len + h->frag - 1) / h->frag;
+        if (h->grant > nf || (h->grant == 0 && nf != 0))
+            return QUAY_ESTATE;
+        r->rreq = h->rreq;
+        r->accepted = h->len;
+        r->frag = h->frag;
+        r->nfrags = (uint32_t)nf;
+        r->grant = h->grant;
+        r->status.count = h->len;
+        r->flags |= RF_CTS_SEEN;
+        r->ncts = 1;
+        if (h->grant == nf)
+            r->cts_total = h->index;
+        /* A CTS proves the match: a pending cancel can only fail now. */
+        req_set_state(e, r, QUAY_RS_SEND_DATA);
+    } else {
+        if (h->rreq != r->rreq || h->len != r->accepted || h->frag != r->frag ||
+            h->grant > r->nfrags || r->ncts == UINT32_MAX)
+            return QUAY_ESTATE;
+        if (h->grant == r->nfrags) {
+            if (r->cts_total != 0)
+                return QUAY_ESTATE; /* a second final grant */
+            r->cts_total = h->index;
+        }
+        if (r->cts_total != 0 && r->ncts >= r->cts_total)
+            return QUAY_ESTATE; /* more CTS than the receiver sent */
+        r->ncts++;
+        if (h->grant <= r->grant) {
+            req_progress(e, r); /* a straggler, superseded by a later grant */
+            return 0;
+        }
+        r->grant = h->grant;
+    }
+    if (r->next_frag < r->grant)
+        txq_add(e, r);
+    else
+        req_progress(e, r);
+    return 0;
+}
+
+int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
+                 const uint8_t *payload, size_t plen)
+{
+    quay_req *r = req_by_id(e, h->rreq);
+    if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_RNDV ||
+        r->peer != peer)
+        return QUAY_ESTATE;
+    if (h->offset % r->frag != 0)
+        return QUAY_ESTATE;
+    uint64_t k = h->offset / r->frag;
+    if (k < r->base || k >= r->grant)
+        return QUAY_ESTATE;
+    uint64_t bit = 1ull << (k - r->base);
+    if (r->bitmap & bit)
+        return QUAY_ESTATE; /* duplicate fragment */
+    uint64_t want = r->accepted - h->offset;
+    if (want > r->frag)
+        want = r->frag;
+    if (plen != want)
+        return QUAY_ESTATE;
+    memcpy(r->u.rbuf + h->offset, payload, plen);
+    r->received += plen;
+    r->bitmap |= bit;
+    while (r->bitmap & 1u) {
+        r->bitmap >>= 1;
+        r->base++;
+    }
+    uint32_t depth = e->cfg.pipeline_depth;
+    uint64_t ng = (uint64_t)r->base + depth;
+    if (ng > r->nfrags)
+        ng = r->nfrags;
+    uint32_t batch = depth / 2 ? depth / 2 : 1;
+    if (ng > r->grant && (ng - r->grant >= batch || ng == r->nfrags)) {
+        r->grant = (uint32_t)ng;
+        r->flags |= RF_NEED_CTS;
+        txq_add(e, r);
+    }
+    req_progress(e, r);
+    return 0;
+}

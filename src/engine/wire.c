@@ -1,0 +1,155 @@
+/*
+ * wire.c — encode and decode quay packet headers.
+ *
+ * Discipline (STYLE §5): the decoder checks the minimum length before any
+ * read, reads fields with byte helpers (never a struct cast), compares as
+ * `len - used < n` so nothing can wrap, and checks every field range it can
+ * without engine state.
+ */
+#include "engine/wire.h"
+
+#include <string.h>
+
+static size_t hdr_len_of(uint8_t type)
+{
+    switch (type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS: return WIRE_ENV_LEN;
+    case QUAY_PKT_CTS: return WIRE_CTS_LEN;
+    case QUAY_PKT_DATA: return WIRE_DATA_LEN;
+    case QUAY_PKT_ACK: return WIRE_ACK_LEN;
+    case QUAY_PKT_CANCEL_REQ: return WIRE_CANCEL_REQ_LEN;
+    case QUAY_PKT_CANCEL_REP: return WIRE_CANCEL_REP_LEN;
+    default: return 0;
+    }
+}
+
+int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
+{
+    if (b == NULL || len < 4)
+        return QUAY_EPROTO;
+    if (b[0] != WIRE_VERSION)
+        return QUAY_EPROTO;
+    size_t hl = hdr_len_of(b[1]);
+    if (hl == 0 || len < hl)
+        return QUAY_EPROTO;
+    size_t payload = len - hl;
+    h->type = b[1];
+    h->flags = wire_get16(b + 2);
+    switch (h->type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+        if (h->flags & ~WIRE_ENV_FLAGS)
+            return QUAY_EPROTO;
+        h->seq = wire_get32(b + 4);
+        h->ctx = wire_get32(b + 8);
+        h->src = (int32_t)wire_get32(b + 12);
+        h->tag = (int32_t)wire_get32(b + 16);
+        h->sreq = wire_get32(b + 20);
+        h->len = wire_get64(b + 24);
+        if (h->src < 0 || h->tag < 0)
+            return QUAY_EPROTO;
+        if (h->type == QUAY_PKT_EAGER ? h->len != payload : payload != 0)
+            return QUAY_EPROTO;
+        /* Only sync/ready sends need a reply addressed to a request. */
+        if ((h->flags & WIRE_ENV_FLAGS) && h->sreq == 0)
+            return QUAY_EPROTO;
+        if (h->type == QUAY_PKT_RTS && h->sreq == 0)
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_CTS:
+        if (h->flags != 0 || payload != 0)
+            return QUAY_EPROTO;
+        h->sreq = wire_get32(b + 4);
+        h->rreq = wire_get32(b + 8);
+        h->grant = wire_get32(b + 12);
+        h->frag = wire_get32(b + 16);
+        h->index = wire_get32(b + 20);
+        h->len = wire_get64(b + 24);
+        if (h->sreq == 0 || h->rreq == 0 || h->frag == 0 || h->index == 0)
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_DATA:
+        if (h->flags != 0 || payload == 0)
+            return QUAY_EPROTO;
+        h->rreq = wire_get32(b + 4);
+        h->offset = wire_get64(b + 8);
+        if (h->rreq == 0)
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_ACK:
+        if (h->flags != 0 || payload != 0)
+            return QUAY_EPROTO;
+        h->sreq = wire_get32(b + 4);
+        h->status = (int32_t)wire_get32(b + 8);
+        if (h->sreq == 0 || (h->status != 0 && h->status != QUAY_ENOTPOSTED))
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_CANCEL_REQ:
+        if (h->flags != 0 || payload != 0)
+            return QUAY_EPROTO;
+        h->seq = wire_get32(b + 4);
+        h->ctx = wire_get32(b + 8);
+        h->sreq = wire_get32(b + 12);
+        h->target = wire_get32(b + 16);
+        if (h->sreq == 0)
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_CANCEL_REP:
+        if (h->flags != 0 || payload != 0)
+            return QUAY_EPROTO;
+        h->sreq = wire_get32(b + 4);
+        h->status = (int32_t)wire_get32(b + 8);
+        if (h->sreq == 0 || (h->status != 0 && h->status != 1))
+            return QUAY_EPROTO;
+        return (int)hl;
+    default:
+        return QUAY_EPROTO;
+    }
+}
+
+size_t wire_encode(const wire_hdr *h, uint8_t *o)
+{
+    size_t hl = hdr_len_of(h->type);
+    memset(o, 0, hl);
+    o[0] = WIRE_VERSION;
+    o[1] = h->type;
+    wire_put16(o + 2, h->flags);
+    switch (h->type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+        wire_put32(o + 4, h->seq);
+        wire_put32(o + 8, h->ctx);
+        wire_put32(o + 12, (uint32_t)h->src);
+        wire_put32(o + 16, (uint32_t)h->tag);
+        wire_put32(o + 20, h->sreq);
+        wire_put64(o + 24, h->len);
+        break;
+    case QUAY_PKT_CTS:
+        wire_put32(o + 4, h->sreq);
+        wire_put32(o + 8, h->rreq);
+        wire_put32(o + 12, h->grant);
+        wire_put32(o + 16, h->frag);
+        wire_put32(o + 20, h->index);
+        wire_put64(o + 24, h->len);
+        break;
+    case QUAY_PKT_DATA:
+        wire_put32(o + 4, h->rreq);
+        wire_put64(o + 8, h->offset);
+        break;
+    case QUAY_PKT_ACK:
+    case QUAY_PKT_CANCEL_REP:
+        wire_put32(o + 4, h->sreq);
+        wire_put32(o + 8, (uint32_t)h->status);
+        break;
+    case QUAY_PKT_CANCEL_REQ:
+        wire_put32(o + 4, h->seq);
+        wire_put32(o + 8, h->ctx);
+        wire_put32(o + 12, h->sreq);
+        wire_put32(o + 16, h->target);
+        break;
+    default:
+        return 0;
+    }
+    return hl;
+}

@@ -1,0 +1,93 @@
+/*
+ * wire.h — quay's wire format: versioned, fixed little-endian, explicit
+ * sizes. Encoders write into a caller buffer of QUAY_MAX_HEADER bytes;
+ * the decoder validates syntax (version, type, lengths, field ranges) and
+ * never trusts a length. Semantics (ranks, ids, state) are checked by the
+ * protocol module that handles the packet. Layouts: docs/wire.md.
+ */
+#ifndef QUAY_ENGINE_WIRE_H
+#define QUAY_ENGINE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quay/quay.h>
+
+#define WIRE_VERSION 1
+
+/* Header sizes per packet type. */
+#define WIRE_ENV_LEN 32    /* EAGER, RTS */
+#define WIRE_CTS_LEN 32
+#define WIRE_DATA_LEN 16
+#define WIRE_ACK_LEN 12
+#define WIRE_CANCEL_REQ_LEN 20
+#define WIRE_CANCEL_REP_LEN 12
+
+/* Envelope flags (EAGER, RTS). */
+#define WIRE_F_SYNC 0x1u
+#define WIRE_F_READY 0x2u
+#define WIRE_ENV_FLAGS (WIRE_F_SYNC | WIRE_F_READY)
+
+/** A decoded packet header. Which fields are meaningful depends on type. */
+typedef struct wire_hdr {
+    uint8_t type;    /* quay_pkt_type */
+    uint16_t flags;
+    uint32_t seq;    /* EAGER, RTS, CANCEL_REQ: sender's envelope sequence */
+    uint32_t ctx;    /* EAGER, RTS, CANCEL_REQ */
+    int32_t src;     /* EAGER, RTS: sender's comm rank */
+    int32_t tag;     /* EAGER, RTS */
+    uint32_t sreq;   /* sender request id: EAGER, RTS, CTS, ACK, CANCEL_* */
+    uint32_t rreq;   /* receiver request id: CTS, DATA */
+    uint64_t len;    /* EAGER, RTS: message length; CTS: accepted bytes */
+    uint64_t offset; /* DATA */
+    uint32_t grant;  /* CTS: fragments [0, grant) may be sent */
+    uint32_t frag;   /* CTS: fragment size chosen by the receiver */
+    uint32_t index;  /* CTS: 1-based count of CTS sent for this message */
+    int32_t status;  /* ACK: 0 or QUAY_ENOTPOSTED; CANCEL_REP: 1 cancelled, 0 not */
+    uint32_t target; /* CANCEL_REQ: sequence number of the message to cancel */
+} wire_hdr;
+
+/**
+ * Decode the header at bytes[0..len). On success returns the header length
+ * (payload is bytes[ret..len)), else QUAY_EPROTO. Checks version, type,
+ * exact header length, flag bits, field ranges and that the payload length
+ * is consistent with the header (EAGER: equals len; DATA: > 0; others: 0).
+ */
+int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
+
+/** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
+size_t wire_encode(const wire_hdr *h, uint8_t *out);
+
+/* Little-endian helpers (no alignment or byte-order assumptions). */
+static inline void wire_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void wire_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline void wire_put64(uint8_t *p, uint64_t v)
+{
+    wire_put32(p, (uint32_t)v);
+    wire_put32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint16_t wire_get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+}
+static inline uint32_t wire_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+static inline uint64_t wire_get64(const uint8_t *p)
+{
+    return (uint64_t)wire_get32(p) | (uint64_t)wire_get32(p + 4) << 32;
+}
+
+#endif /* QUAY_ENGINE_WIRE_H */

@@ -1,0 +1,147 @@
+/* testnet.c — see testnet.h. */
+#include "testnet.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tn_config(quay_config *cfg, int r, int n)
+{
+    quay_config_default(cfg);
+    cfg->rank = r;
+    cfg->nranks = n;
+    cfg->eager_max = 256;
+    cfg->frag_size = 128;
+    cfg->pipeline_depth = 2;
+    cfg->max_requests = 256;
+    cfg->max_unexpected = 256;
+    cfg->max_out = 256;
+    cfg->flags |= QUAY_CFG_CHECK_ORACLE;
+}
+
+int tn_init(testnet *t, int n, const quay_config *cfg)
+{
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->auto_done = 1;
+    for (int r = 0; r < n; r++) {
+        quay_config c;
+        if (cfg != NULL) {
+            c = *cfg;
+        } else {
+            tn_config(&c, r, n);
+        }
+        c.rank = r;
+        c.nranks = n;
+        int rc = quay_engine_new(&c, &t->e[r]);
+        if (rc != 0)
+            return rc;
+        rc = quay_comm_create(t->e[r], 0, n, NULL, &t->world[r]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+void tn_fini(testnet *t)
+{
+    for (int i = 0; i < t->nq; i++)
+        free(t->q[i].bytes);
+    for (int r = 0; r < t->n; r++)
+        quay_engine_free(t->e[r]);
+    memset(t, 0, sizeof *t);
+}
+
+int tn_pull(testnet *t, int r)
+{
+    quay_action a;
+    int sends = 0;
+    int rc;
+    while ((rc = quay_next_action(t->e[r], &a)) == 1) {
+        if (a.kind == QUAY_ACT_COMPLETE) {
+            t->ncomplete[r]++;
+            continue;
+        }
+        if (a.kind != QUAY_ACT_SEND || t->nq == TN_MAX_PKTS)
+            abort();
+        tn_pkt *p = &t->q[t->nq++];
+        p->from = r;
+        p->to = a.peer;
+        p->len = 0;
+        for (uint32_t i = 0; i < a.iovcnt; i++)
+            p->len += a.iov[i].len;
+        p->bytes = malloc(p->len ? p->len : 1);
+        size_t off = 0;
+        for (uint32_t i = 0; i < a.iovcnt; i++) {
+            memcpy(p->bytes + off, a.iov[i].base, a.iov[i].len);
+            off += a.iov[i].len;
+        }
+        p->token = a.token;
+        p->done = 0;
+        if (t->auto_done) {
+            quay_on_op_done(t->e[r], a.token, 0);
+            p->done = 1;
+        }
+        sends++;
+    }
+    t->last_rc = rc;
+    return sends;
+}
+
+int tn_pull_all(testnet *t)
+{
+    int s = 0;
+    for (int r = 0; r < t->n; r++)
+        s += tn_pull(t, r);
+    return s;
+}
+
+int tn_deliver(testnet *t, int i)
+{
+    tn_pkt p = t->q[i];
+    memmove(&t->q[i], &t->q[i + 1], (size_t)(t->nq - i - 1) * sizeof t->q[0]);
+    t->nq--;
+    if (!p.done)
+        quay_on_op_done(t->e[p.from], p.token, 0);
+    int rc = quay_on_packet(t->e[p.to], p.from, p.bytes, p.len);
+    if (rc == QUAY_EPROTO || rc == QUAY_ESTATE)
+        t->rejects++;
+    free(p.bytes);
+    return rc;
+}
+
+void tn_done_all(testnet *t)
+{
+    for (int i = 0; i < t->nq; i++) {
+        if (!t->q[i].done) {
+            quay_on_op_done(t->e[t->q[i].from], t->q[i].token, 0);
+            t->q[i].done = 1;
+        }
+    }
+}
+
+int tn_pump(testnet *t)
+{
+    int steps = 0;
+    for (;;) {
+        int moved = tn_pull_all(t);
+        if (t->nq == 0 && moved == 0)
+            return steps;
+        while (t->nq > 0) {
+            tn_deliver(t, 0);
+            steps++;
+        }
+    }
+}
+
+int tn_find(const testnet *t, int pkt)
+{
+    for (int i = 0; i < t->nq; i++)
+        if (pkt == 0 || tn_type(t, i) == pkt)
+            return i;
+    return -1;
+}
+
+int tn_type(const testnet *t, int i)
+{
+    return t->q[i].len >= 2 ? t->q[i].bytes[1] : 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * testnet.h — a deterministic network double for unit tests: N engines,
+ * FIFO links, packets copied out of SEND actions into queues and handed to
+ * quay_on_packet when the test says so. Unit tests use it to drive exact
+ * sequences; the adversarial ordering tests use adapters/nicsim instead.
+ */
+#ifndef QUAY_TESTNET_H
+#define QUAY_TESTNET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quay/quay.h>
+
+#define TN_MAX_RANKS 8
+#define TN_MAX_PKTS 4096
+
+typedef struct tn_pkt {
+    int32_t from, to;
+    size_t len;
+    uint8_t *bytes;
+    uint64_t token;   /* sender's token, completed when the test decides */
+    int done;         /* op_done already given */
+} tn_pkt;
+
+typedef struct testnet {
+    int n;
+    quay_engine *e[TN_MAX_RANKS];
+    quay_comm *world[TN_MAX_RANKS];
+    tn_pkt q[TN_MAX_PKTS]; /* in flight, in emission order */
+    int nq;
+    int auto_done;         /* give op_done as soon as a SEND is pulled */
+    int ncomplete[TN_MAX_RANKS];
+    int rejects;
+    int last_rc;
+} testnet;
+
+/** Default config for rank r of n (small thresholds, oracle checking). */
+void tn_config(quay_config *cfg, int r, int n);
+/** Create n engines (cfg may be NULL for tn_config) with world comms. */
+int tn_init(testnet *t, int n, const quay_config *cfg);
+void tn_fini(testnet *t);
+/** Pull every action of rank r into the network; returns SENDs pulled. */
+int tn_pull(testnet *t, int r);
+/** Pull from all ranks. */
+int tn_pull_all(testnet *t);
+/** Deliver in-flight packet i (removing it); returns quay_on_packet's rc. */
+int tn_deliver(testnet *t, int i);
+/** Give op_done for every pulled SEND that has not had it. */
+void tn_done_all(testnet *t);
+/** Pull and deliver in FIFO order until nothing moves; returns steps. */
+int tn_pump(testnet *t);
+/** Index of the first in-flight packet of type `pkt` (or any if 0), or -1. */
+int tn_find(const testnet *t, int pkt);
+/** Type of in-flight packet i. */
+int tn_type(const testnet *t, int i);
+
+#endif
