@@ -452,7 +452,12 @@ typedef struct quay_action {
     } rdma;
 } quay_action;
 
-/** Pull the next action: 1 and *a filled, or 0 when there is none now. */
+/**
+ * Pull the next action: 1 and *a filled, 0 when there is none now, or a
+ * negative code (QUAY_EINVAL for NULL arguments, or the engine's sticky
+ * fatal code). Fields not listed for the action's kind are unspecified.
+ * Order: control replies and protocol packets first, COMPLETE last.
+ */
 QUAY_API int quay_next_action(quay_engine *e, quay_action *a);
 
 /* ------------------------------------------------------------------ */
