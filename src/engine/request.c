@@ -53,6 +53,11 @@ void req_release(quay_engine *e, quay_req *r)
 void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);
+    if (r->flags & RF_ON_TXQ) {
+        /* A failed transfer may complete with packets still unsent. */
+        ql_remove(&r->link);
+        r->flags &= ~(uint32_t)RF_ON_TXQ;
+    }
     if (r->flags & RF_INTERNAL)
         bsend_release(e, r->bsend_block);
     if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <quay/quay.h>
 
@@ -58,36 +59,53 @@ int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
 /** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
 size_t wire_encode(const wire_hdr *h, uint8_t *out);
 
-/* Little-endian helpers (no alignment or byte-order assumptions). */
+/*
+ * Little-endian field access with no alignment or aliasing assumptions:
+ * memcpy of a fixed size compiles to one load/store, and a byte swap is
+ * added only on big-endian hosts.
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define WIRE_LE16(v) __builtin_bswap16(v)
+#define WIRE_LE32(v) __builtin_bswap32(v)
+#define WIRE_LE64(v) __builtin_bswap64(v)
+#else
+#define WIRE_LE16(v) (v)
+#define WIRE_LE32(v) (v)
+#define WIRE_LE64(v) (v)
+#endif
+
 static inline void wire_put16(uint8_t *p, uint16_t v)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
+    v = WIRE_LE16(v);
+    memcpy(p, &v, sizeof v);
 }
 static inline void wire_put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
+    v = WIRE_LE32(v);
+    memcpy(p, &v, sizeof v);
 }
 static inline void wire_put64(uint8_t *p, uint64_t v)
 {
-    wire_put32(p, (uint32_t)v);
-    wire_put32(p + 4, (uint32_t)(v >> 32));
+    v = WIRE_LE64(v);
+    memcpy(p, &v, sizeof v);
 }
 static inline uint16_t wire_get16(const uint8_t *p)
 {
-    return (uint16_t)(p[0] | (uint16_t)(p[1] << 8));
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return WIRE_LE16(v);
 }
 static inline uint32_t wire_get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return WIRE_LE32(v);
 }
 static inline uint64_t wire_get64(const uint8_t *p)
 {
-    return (uint64_t)wire_get32(p) | (uint64_t)wire_get32(p + 4) << 32;
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return WIRE_LE64(v);
 }
 
 #endif /* QUAY_ENGINE_WIRE_H */

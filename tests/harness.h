@@ -1,0 +1,83 @@
+/*
+ * harness.h — a small TAP test harness for quay's unit tests.
+ *
+ * Every check prints one TAP line and returns 1 (pass) or 0 (fail), so a
+ * test can stop early when continuing makes no sense:
+ *
+ *     static void test_create(void)
+ *     {
+ *         quay_engine *e = NULL;
+ *         if (!is_int(quay_engine_new(&cfg, &e), QUAY_OK))
+ *             return;
+ *         ok(quay_engine_size(e) == 1);
+ *         quay_engine_free(e);
+ *     }
+ *
+ *     int main(void)
+ *     {
+ *         subtest("create", test_create);
+ *         return done_testing();
+ *     }
+ *
+ * Output ("ok 3 - test_x.c:42 expr", "not ok ..." followed by "# " lines
+ * saying what was got and expected). Subtests nest; their lines are
+ * indented four spaces per level and numbered from 1; a subtest passes
+ * when every check inside it passed. done_testing() prints the plan and
+ * returns the process exit status: 0 if all passed, 1 otherwise.
+ *
+ * Setting the environment variable HARNESS_ONLY=<name> runs only the
+ * top-level subtest of that name (others are reported as skipped).
+ *
+ * The state lives in tests/harness.c, which every test executable links
+ * (tests/CMakeLists.txt), so any number of .c files in one test can use
+ * these macros. Not thread-safe; quay's tests are single-threaded.
+ */
+#ifndef QUAY_TEST_HARNESS_H
+#define QUAY_TEST_HARNESS_H
+
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HARNESS_PRINTF(fmt_idx, arg_idx) \
+    __attribute__((format(printf, fmt_idx, arg_idx)))
+#else
+#define HARNESS_PRINTF(fmt_idx, arg_idx)
+#endif
+
+/** Record a check. `fmt` describes it. Returns `pass`. */
+int harness_ok(int pass, const char *file, int line, const char *fmt, ...)
+    HARNESS_PRINTF(4, 5);
+/** Integer equality (any integer type up to intmax_t). */
+int harness_is_int(intmax_t got, intmax_t want, const char *file, int line,
+                   const char *got_expr, const char *want_expr);
+/** Unsigned equality (size_t, uint64_t, ...). */
+int harness_is_size(uintmax_t got, uintmax_t want, const char *file,
+                    int line, const char *got_expr, const char *want_expr);
+/** String equality; NULL equals only NULL. */
+int harness_is_str(const char *got, const char *want, const char *file,
+                   int line, const char *got_expr, const char *want_expr);
+/** Print a "# " comment line at the current nesting level. */
+void harness_note(const char *fmt, ...) HARNESS_PRINTF(1, 2);
+/** Run `fn` as a nested test; it counts as one check of the caller. */
+int harness_subtest(const char *name, void (*fn)(void), const char *file,
+                    int line);
+/** Print the plan; return 0 if every top-level check passed, else 1. */
+int harness_done_testing(void);
+/** Number of failed checks so far at the current nesting level. */
+int harness_failures(void);
+
+#define ok(cond) harness_ok(!!(cond), __FILE__, __LINE__, "%s", #cond)
+#define ok_msg(cond, ...) harness_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define is_int(got, want)                                                   \
+    harness_is_int((intmax_t)(got), (intmax_t)(want), __FILE__, __LINE__,  \
+                   #got, #want)
+#define is_size(got, want)                                                  \
+    harness_is_size((uintmax_t)(got), (uintmax_t)(want), __FILE__,         \
+                    __LINE__, #got, #want)
+#define is_str(got, want)                                                   \
+    harness_is_str((got), (want), __FILE__, __LINE__, #got, #want)
+#define note(...) harness_note(__VA_ARGS__)
+#define subtest(name, fn) harness_subtest((name), (fn), __FILE__, __LINE__)
+#define done_testing() harness_done_testing()
+
+#endif /* QUAY_TEST_HARNESS_H */
