@@ -311,7 +311,8 @@ typedef struct quay_status {
     int32_t error;
     /** 1 if the request was cancelled (then error is QUAY_ECANCELLED). */
     int32_t cancelled;
-    /** Receive: bytes delivered into the buffer. Send: bytes sent. */
+    /** Receive: bytes delivered into the buffer. Send: the message length
+     *  (also when the receiver truncated it). */
     uint64_t count;
 } quay_status;
 

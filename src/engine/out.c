@@ -259,12 +259,20 @@ static void fill_send(quay_engine *e, qout *o, quay_action *a)
     a->user = NULL;
 }
 
-static void emitted(quay_engine *e, qout *o)
+/* A packet was built into o: hand it to the adapter (1, *a filled) or,
+ * addressed to ourselves, queue it for loopback (0). */
+static int hand_out(quay_engine *e, qout *o, quay_action *a)
 {
     e->st.pkts_out++;
     if (e->trace_fn)
         trace_pkt(e, QUAY_TR_PKT_OUT, o->pkt, o->peer, o->req ? o->req->id : 0,
                   o->seq, 0);
+    if (o->peer == e->rank) {
+        loop_push(e, o);
+        return 0;
+    }
+    fill_send(e, o, a);
+    return 1;
 }
 
 int quay_next_action(quay_engine *e, quay_action *a)
@@ -282,13 +290,9 @@ int quay_next_action(quay_engine *e, quay_action *a)
             ctrl_item it = ctrl_pop(e);
             qout *o = out_get(e);
             ctrl_emit(&it, o);
-            emitted(e, o);
-            if (o->peer == e->rank) {
-                loop_push(e, o);
-                continue;
-            }
-            fill_send(e, o, a);
-            return 1;
+            if (hand_out(e, o, a))
+                return 1;
+            continue;
         }
         qlink *n;
         if (e->out_free != NULL && (n = ql_first(&e->txq)) != NULL) {
@@ -303,13 +307,9 @@ int quay_next_action(quay_engine *e, quay_action *a)
                 ql_push_tail(&e->txq, &r->link); /* round-robin */
             else
                 r->flags &= ~(uint32_t)RF_ON_TXQ;
-            emitted(e, o);
-            if (o->peer == e->rank) {
-                loop_push(e, o);
-                continue;
-            }
-            fill_send(e, o, a);
-            return 1;
+            if (hand_out(e, o, a))
+                return 1;
+            continue;
         }
         if ((n = ql_first(&e->cq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, clink);

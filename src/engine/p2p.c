@@ -217,15 +217,28 @@ static void null_status(quay_status *st)
     st->tag = QUAY_ANY_TAG;
 }
 
-static int probe_args(quay_engine *e, quay_comm *c, int32_t src, int32_t tag)
+/* Front of iprobe and improbe: validate, answer PROC_NULL, find the
+ * oldest matching unexpected message. Returns < 0 on error, 1 for
+ * PROC_NULL (st filled), else 0 with *pm (NULL when nothing matched). */
+static int probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
+                        quay_status *st, umsg **pm)
 {
+    *pm = NULL;
     if (e == NULL)
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
     if (!comm_ok(e, c))
         return QUAY_EINVAL;
-    return recv_pattern_ok(c, src, tag);
+    int rc = recv_pattern_ok(c, src, tag);
+    if (rc != 0)
+        return rc;
+    if (src == QUAY_PROC_NULL) {
+        null_status(st);
+        return 1;
+    }
+    *pm = match_find_unexp(e, c, src, tag);
+    return e->fatal;
 }
 
 int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
@@ -233,21 +246,12 @@ int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
 {
     if (flag == NULL)
         return QUAY_EINVAL;
-    *flag = 0;
-    int rc = probe_args(e, c, src, tag);
-    if (rc != 0)
-        return rc;
-    if (src == QUAY_PROC_NULL) {
-        *flag = 1;
-        null_status(st);
-        return 0;
-    }
-    umsg *m = match_find_unexp(e, c, src, tag);
-    if (m != NULL) {
-        *flag = 1;
+    umsg *m;
+    int rc = probe_lookup(e, c, src, tag, st, &m);
+    *flag = rc == 1 || m != NULL;
+    if (m != NULL)
         probe_status(m, st);
-    }
-    return e->fatal;
+    return rc < 0 ? rc : 0;
 }
 
 int quay_improbe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
@@ -256,17 +260,12 @@ int quay_improbe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
     if (pmsg == NULL)
         return QUAY_EINVAL;
     *pmsg = NULL;
-    int rc = probe_args(e, c, src, tag);
-    if (rc != 0)
-        return rc;
-    if (src == QUAY_PROC_NULL) {
+    umsg *m;
+    int rc = probe_lookup(e, c, src, tag, st, &m);
+    if (rc == 1)
         *pmsg = QUAY_MSG_NO_PROC;
-        null_status(st);
-        return 0;
-    }
-    umsg *m = match_find_unexp(e, c, src, tag);
     if (m == NULL)
-        return e->fatal;
+        return rc < 0 ? rc : 0;
     if (msg_needs_ack(m)) {
         /* Taking the message is the match a synchronous send waits for. */
         if (!ctrl_space(e))

@@ -68,7 +68,6 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         r->frag = h->frag;
         r->nfrags = (uint32_t)nf;
         r->grant = h->grant;
-        r->status.count = h->len;
         r->flags |= RF_CTS_SEEN;
         r->ncts = 1;
         if (h->grant == nf)
