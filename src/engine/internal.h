@@ -99,7 +99,8 @@ typedef struct quay_req {
     uint32_t base;      /* recv: first fragment not yet received */
     uint64_t bitmap;    /* recv: received fragments in [base, base + 64) */
     uint64_t received;  /* recv: bytes received */
-    uint32_t ncts;      /* recv: CTS emitted; send: CTS received */
+    uint32_t ncts;      /* recv: CTS emitted; send: every index < ncts seen */
+    uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
     uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
     void *bsend_block;  /* internal buffered-send carrier: its block */
 } quay_req;
@@ -112,6 +113,7 @@ struct quay_msg {
     qlink blink;      /* unexpected bin list; held list of its peer */
     qlink alink;      /* comm arrival-order list; orphans list */
     qlink slink;      /* comm per-source list */
+    qlink tlink;      /* engine-wide (ctx, tag) bin, for ANY_SOURCE receives */
     uint8_t where;    /* UM_* */
     uint8_t type;     /* QUAY_PKT_EAGER / RTS / CANCEL_REQ */
     uint8_t flags;    /* UMF_* */
@@ -135,8 +137,10 @@ struct quay_comm {
     int32_t myrank;
     int in_use;
     int32_t *world;      /* comm rank -> world rank */
-    qlink posted_wild;   /* wildcard receives in post order */
-    uint32_t nwild;
+    qlink posted_wild;   /* (ANY_SOURCE, ANY_TAG) receives in post order */
+    uint32_t nwild;      /* receives on posted_wild */
+    uint32_t n_anysrc;   /* posted (ANY_SOURCE, tag) receives (in bins) */
+    uint32_t n_anytag;   /* posted (src, ANY_TAG) receives (in bins) */
     qlink unexp_all;     /* unexpected messages in arrival order */
     qlink *unexp_src;    /* per source, arrival order */
     uint32_t nunexp;
@@ -179,7 +183,8 @@ typedef struct peer_state {
 typedef struct match_state {
     qlink *posted_bins;
     uint32_t posted_mask;
-    qlink *unexp_bins;
+    qlink *unexp_bins;   /* by (ctx, src, tag) */
+    qlink *unexp_tbins;  /* by (ctx, tag): ANY_SOURCE receives look here */
     uint32_t unexp_mask;
     uint64_t seed;
     struct oracle *oracle; /* linear matcher (CHECK_ORACLE / LINEAR_MATCH) */

@@ -1,17 +1,27 @@
 /*
- * match.c — MPI envelope matching with O(1) expected cost for exact keys.
+ * match.c — MPI envelope matching, O(1) expected cost for every receive
+ * pattern at any queue depth.
  *
- * Posted receives: exact (ctx, src, tag) receives sit in engine-wide hash
- * bins, FIFO per bin; wildcard receives sit in their communicator's list in
- * post order. Every receive carries a post stamp, so an arrival takes the
- * older of "first exact receive with its key" and "first wildcard receive
- * that matches" (the UCX scheme, keyed by envelope instead of a masked tag).
+ * Posted receives. A receive's pattern (ctx, src, tag) may have a wildcard
+ * in src, tag, or both. Exact receives AND single-wildcard receives sit in
+ * engine-wide hash bins keyed by their pattern, with the wildcard field
+ * stored as -1 (no real rank or tag is -1, so keys never collide in
+ * meaning); (ANY, ANY) receives sit on their communicator's list. All are
+ * FIFO and carry a post stamp. An arrival (ctx, s, t) has at most four
+ * candidate queues — (s, t), (ANY, t), (s, ANY), (ANY, ANY) — and the
+ * first entry of each that carries that exact pattern matches; it takes the
+ * oldest of those heads. Queues of a kind the communicator has none of are
+ * skipped, so exact-only traffic pays one bin lookup. (UCX keeps one
+ * wildcard list and walks it; that costs O(wildcards) per arrival.)
  *
- * Unexpected messages sit on three lists at once: an engine-wide exact bin,
- * their communicator's arrival-order list and its per-source list. An exact
- * receive looks in its bin, an ANY_TAG receive in the per-source list, an
- * ANY_SOURCE receive walks arrival order. Every list is in arrival order,
- * so the first match found is the oldest: non-overtaking holds.
+ * Unexpected messages sit on four lists at once: the (ctx, src, tag) bin,
+ * the (ctx, tag) bin, their communicator's per-source list and its
+ * arrival-order list. Each receive pattern reads the head of one list:
+ * exact → (ctx, src, tag) bin, (ANY, t) → (ctx, tag) bin, (s, ANY) →
+ * per-source list, (ANY, ANY) → arrival list. Every list is in arrival
+ * order, so the first match found is the oldest: non-overtaking holds.
+ * Bins are shared by colliding keys, so a bin walk skips other keys;
+ * expected length O(1) with the seeded hash.
  *
  * The facade below optionally runs the linear oracle (match_oracle.c) in
  * lockstep and turns any disagreement into a sticky QUAY_EINTERNAL.
@@ -38,6 +48,15 @@ static uint32_t pow2_at_least(uint32_t n)
     return p;
 }
 
+static qlink *bins_new(quay_engine *e, uint32_t n)
+{
+    qlink *b = qalloc(e, (size_t)n * sizeof(qlink));
+    if (b != NULL)
+        for (uint32_t i = 0; i < n; i++)
+            ql_init(&b[i]);
+    return b;
+}
+
 int match_init(quay_engine *e)
 {
     match_state *m = &e->m;
@@ -47,14 +66,11 @@ int match_init(quay_engine *e)
     m->use_fast = !(e->cfg.flags & QUAY_CFG_LINEAR_MATCH);
     m->check = m->use_fast && (e->cfg.flags & QUAY_CFG_CHECK_ORACLE);
     if (m->use_fast) {
-        m->posted_bins = qalloc(e, (size_t)np * sizeof(qlink));
-        m->unexp_bins = qalloc(e, (size_t)nu * sizeof(qlink));
-        if (m->posted_bins == NULL || m->unexp_bins == NULL)
+        m->posted_bins = bins_new(e, np);
+        m->unexp_bins = bins_new(e, nu);
+        m->unexp_tbins = bins_new(e, nu);
+        if (!m->posted_bins || !m->unexp_bins || !m->unexp_tbins)
             return QUAY_ENOMEM;
-        for (uint32_t i = 0; i < np; i++)
-            ql_init(&m->posted_bins[i]);
-        for (uint32_t i = 0; i < nu; i++)
-            ql_init(&m->unexp_bins[i]);
         m->posted_mask = np - 1;
         m->unexp_mask = nu - 1;
     }
@@ -70,58 +86,74 @@ void match_fini(quay_engine *e)
 {
     qfree(e, e->m.posted_bins);
     qfree(e, e->m.unexp_bins);
+    qfree(e, e->m.unexp_tbins);
     oracle_free(e, e->m.oracle);
-    e->m.posted_bins = e->m.unexp_bins = NULL;
+    e->m.posted_bins = e->m.unexp_bins = e->m.unexp_tbins = NULL;
     e->m.oracle = NULL;
-}
-
-static inline int pattern_ok(int32_t psrc, int32_t ptag, int32_t src, int32_t tag)
-{
-    return (psrc == QUAY_ANY_SOURCE || psrc == src) &&
-           (ptag == QUAY_ANY_TAG || ptag == tag);
 }
 
 /* ---- fast posted queue -------------------------------------------------------- */
 
+/* First receive in the bin whose pattern is exactly (ctx, psrc, ptag). */
+static quay_req *bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
+                          int32_t ptag)
+{
+    qlink *bin = &m->posted_bins[key_hash(m->seed, ctx, psrc, ptag) & m->posted_mask];
+    for (qlink *n = bin->next; n != bin; n = n->next) {
+        quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
+        if (r->ctx == ctx && r->rank == psrc && r->tag == ptag)
+            return r;
+    }
+    return NULL;
+}
+
+static inline quay_req *older(quay_req *a, quay_req *b)
+{
+    if (a == NULL)
+        return b;
+    if (b == NULL)
+        return a;
+    return b->stamp < a->stamp ? b : a;
+}
+
 static quay_req *fast_find_posted(match_state *m, quay_comm *c, int32_t src,
                                   int32_t tag)
 {
-    quay_req *best = NULL;
-    qlink *bin = &m->posted_bins[key_hash(m->seed, c->ctx, src, tag) & m->posted_mask];
-    for (qlink *n = bin->next; n != bin; n = n->next) {
-        quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
-        if (r->ctx == c->ctx && r->rank == src && r->tag == tag) {
-            best = r;
-            break;
-        }
-    }
-    if (c->nwild == 0)
-        return best;
-    for (qlink *n = c->posted_wild.next; n != &c->posted_wild; n = n->next) {
-        quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
-        if (best != NULL && r->stamp > best->stamp)
-            break; /* every later wildcard is younger still */
-        if (pattern_ok(r->rank, r->tag, src, tag))
-            return r;
-    }
+    quay_req *best = bin_head(m, c->ctx, src, tag);
+    if (c->n_anysrc != 0)
+        best = older(best, bin_head(m, c->ctx, QUAY_ANY_SOURCE, tag));
+    if (c->n_anytag != 0)
+        best = older(best, bin_head(m, c->ctx, src, QUAY_ANY_TAG));
+    if (c->nwild != 0)
+        best = older(best, QUAY_CONTAINER_OF(c->posted_wild.next, quay_req, link));
     return best;
 }
 
 static void fast_add_posted(match_state *m, quay_req *r)
 {
-    if (r->rank == QUAY_ANY_SOURCE || r->tag == QUAY_ANY_TAG) {
-        ql_push_tail(&r->comm->posted_wild, &r->link);
-        r->comm->nwild++;
+    quay_comm *c = r->comm;
+    if (r->rank == QUAY_ANY_SOURCE && r->tag == QUAY_ANY_TAG) {
+        ql_push_tail(&c->posted_wild, &r->link);
+        c->nwild++;
         return;
     }
+    if (r->rank == QUAY_ANY_SOURCE)
+        c->n_anysrc++;
+    else if (r->tag == QUAY_ANY_TAG)
+        c->n_anytag++;
     qlink *bin = &m->posted_bins[key_hash(m->seed, r->ctx, r->rank, r->tag) & m->posted_mask];
     ql_push_tail(bin, &r->link);
 }
 
 static void fast_remove_posted(quay_req *r)
 {
-    if (r->rank == QUAY_ANY_SOURCE || r->tag == QUAY_ANY_TAG)
-        r->comm->nwild--;
+    quay_comm *c = r->comm;
+    if (r->rank == QUAY_ANY_SOURCE && r->tag == QUAY_ANY_TAG)
+        c->nwild--;
+    else if (r->rank == QUAY_ANY_SOURCE)
+        c->n_anysrc--;
+    else if (r->tag == QUAY_ANY_TAG)
+        c->n_anytag--;
     ql_remove(&r->link);
 }
 
@@ -138,27 +170,29 @@ static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t 
         }
         return NULL;
     }
-    if (src != QUAY_ANY_SOURCE) {
-        qlink *h = &c->unexp_src[src];
-        for (qlink *n = h->next; n != h; n = n->next) {
-            umsg *u = QUAY_CONTAINER_OF(n, umsg, slink);
-            if (tag == QUAY_ANY_TAG || u->tag == tag)
+    if (src == QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG) {
+        qlink *bin = &m->unexp_tbins[key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, tag) & m->unexp_mask];
+        for (qlink *n = bin->next; n != bin; n = n->next) {
+            umsg *u = QUAY_CONTAINER_OF(n, umsg, tlink);
+            if (u->ctx == c->ctx && u->tag == tag)
                 return u;
         }
         return NULL;
     }
-    for (qlink *n = c->unexp_all.next; n != &c->unexp_all; n = n->next) {
-        umsg *u = QUAY_CONTAINER_OF(n, umsg, alink);
-        if (tag == QUAY_ANY_TAG || u->tag == tag)
-            return u;
-    }
-    return NULL;
+    qlink *h = src != QUAY_ANY_SOURCE ? &c->unexp_src[src] : &c->unexp_all;
+    qlink *n = ql_first(h);
+    if (n == NULL)
+        return NULL;
+    return src != QUAY_ANY_SOURCE ? QUAY_CONTAINER_OF(n, umsg, slink)
+                                  : QUAY_CONTAINER_OF(n, umsg, alink);
 }
 
 static void fast_add_unexp(match_state *m, quay_comm *c, umsg *u)
 {
-    qlink *bin = &m->unexp_bins[key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask];
-    ql_push_tail(bin, &u->blink);
+    ql_push_tail(&m->unexp_bins[key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask],
+                 &u->blink);
+    ql_push_tail(&m->unexp_tbins[key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) & m->unexp_mask],
+                 &u->tlink);
     ql_push_tail(&c->unexp_all, &u->alink);
     ql_push_tail(&c->unexp_src[u->src], &u->slink);
 }
@@ -166,6 +200,7 @@ static void fast_add_unexp(match_state *m, quay_comm *c, umsg *u)
 static void fast_remove_unexp(umsg *u)
 {
     ql_remove(&u->blink);
+    ql_remove(&u->tlink);
     ql_remove(&u->alink);
     ql_remove(&u->slink);
 }

@@ -343,7 +343,7 @@ void req_progress(quay_engine *e, quay_req *r)
         /* A NAK (ready send, nothing posted) ends it; else all data out. */
         if ((r->flags & RF_ACKED) ||
             ((r->flags & RF_CTS_SEEN) && r->frags_done == r->nfrags &&
-             r->cts_total != 0 && r->ncts == r->cts_total))
+             r->cts_total != 0 && r->ncts > r->cts_total))
             req_complete(e, r);
         return;
     }

@@ -14,8 +14,9 @@
  * travels while earlier data does: one exposed handshake per message.
  * Grants are cumulative, so a late CTS is harmless; each CTS is numbered
  * and the final one (grant == nfrags) says how many there were, so the
- * sender completes only once every CTS addressed to it has arrived and no
- * reordered straggler can hit a completed (or reused) request. The
+ * sender completes only once every CTS addressed to it has arrived (a
+ * duplicate index is rejected) and no reordered straggler can hit a
+ * completed (or reused) request. The
  * receiver tracks arrivals in a 64-bit window and rejects duplicates and
  * fragments outside [base, grant).
  */
@@ -50,6 +51,21 @@ void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
     txq_add(e, r);
 }
 
+/*
+ * CTS indices seen by the sender: every index below r->ncts, plus a 64-bit
+ * window above it (a receiver never has more CTSs in flight than
+ * fragments granted, <= 64). Returns the window bit for `index`, or 0 if
+ * the index is a duplicate or out of the window.
+ */
+static uint64_t cts_bit(const quay_req *r, uint32_t index)
+{
+    uint32_t d = index - r->ncts;
+    if (index < r->ncts || d >= 64)
+        return 0;
+    uint64_t bit = 1ull << d;
+    return (r->cts_bits & bit) ? 0 : bit;
+}
+
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
 {
     quay_req *r = req_by_id(e, h->sreq);
@@ -57,40 +73,46 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         !(r->flags & RF_RNDV) || !(r->flags & RF_ENV_SENT) ||
         (r->flags & (RF_CANCELLED | RF_ACKED)) || r->state == QUAY_RS_DONE)
         return QUAY_ESTATE;
-    if (!(r->flags & RF_CTS_SEEN)) {
+    int first = !(r->flags & RF_CTS_SEEN);
+    uint64_t nf;
+    if (first) {
         if (h->len > r->len || h->frag > e->cfg.max_packet - WIRE_DATA_LEN)
             return QUAY_ESTATE;
-        uint64_t nf = (h->len + h->frag - 1) / h->frag;
-        if (h->grant > nf || (h->grant == 0 && nf != 0))
+        nf = (h->len + h->frag - 1) / h->frag;
+        if (nf > UINT32_MAX || (h->grant == 0 && nf != 0))
             return QUAY_ESTATE;
+        r->ncts = 1; /* index window starts at 1 */
+        r->cts_bits = 0;
+    } else {
+        if (h->rreq != r->rreq || h->len != r->accepted || h->frag != r->frag)
+            return QUAY_ESTATE;
+        nf = r->nfrags;
+    }
+    /* Validate everything before changing anything. */
+    uint64_t bit = cts_bit(r, h->index);
+    int final = h->grant == nf;
+    if (h->grant > nf || bit == 0 ||
+        (r->cts_total != 0 && (final || h->index > r->cts_total)))
+        return QUAY_ESTATE;
+
+    if (first) {
         r->rreq = h->rreq;
         r->accepted = h->len;
         r->frag = h->frag;
         r->nfrags = (uint32_t)nf;
         r->grant = h->grant;
         r->flags |= RF_CTS_SEEN;
-        r->ncts = 1;
-        if (h->grant == nf)
-            r->cts_total = h->index;
         /* A CTS proves the match: a pending cancel can only fail now. */
         req_set_state(e, r, QUAY_RS_SEND_DATA);
-    } else {
-        if (h->rreq != r->rreq || h->len != r->accepted || h->frag != r->frag ||
-            h->grant > r->nfrags || r->ncts == UINT32_MAX)
-            return QUAY_ESTATE;
-        if (h->grant == r->nfrags) {
-            if (r->cts_total != 0)
-                return QUAY_ESTATE; /* a second final grant */
-            r->cts_total = h->index;
-        }
-        if (r->cts_total != 0 && r->ncts >= r->cts_total)
-            return QUAY_ESTATE; /* more CTS than the receiver sent */
+    } else if (h->grant > r->grant) {
+        r->grant = h->grant; /* else a straggler, superseded by a later grant */
+    }
+    if (final)
+        r->cts_total = h->index;
+    r->cts_bits |= bit;
+    while (r->cts_bits & 1u) {
+        r->cts_bits >>= 1;
         r->ncts++;
-        if (h->grant <= r->grant) {
-            req_progress(e, r); /* a straggler, superseded by a later grant */
-            return 0;
-        }
-        r->grant = h->grant;
     }
     if (r->next_frag < r->grant)
         txq_add(e, r);

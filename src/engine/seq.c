@@ -26,6 +26,7 @@ umsg *umsg_alloc(quay_engine *e)
     ql_init(&m->blink);
     ql_init(&m->alink);
     ql_init(&m->slink);
+    ql_init(&m->tlink);
     m->peer = -1;
     e->msgs_used++;
     return m;
@@ -144,6 +145,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
         ql_init(&m->blink);
         ql_init(&m->alink);
         ql_init(&m->slink);
+        ql_init(&m->tlink);
         m->data = NULL;
         if (env->type == QUAY_PKT_EAGER && !(env->flags & UMF_READY)) {
             if (umsg_take_payload(e, m, data, dlen) != 0) {
@@ -277,6 +279,8 @@ int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
         return QUAY_EAGAIN; /* too far ahead: offer it again later */
     if (d > 0)
         return seq_hold(e, peer, h, payload, plen);
+    if (ps->drain_blocked)
+        return QUAY_ESTATE; /* its turn came while held: this is a copy */
 
     umsg env;
     memset(&env, 0, sizeof env);
