@@ -175,6 +175,18 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     }
 }
 
+/* Trace a packet from the wire: its type and, if sequenced, its seq. */
+static void trace_wire(quay_engine *e, int kind, int32_t peer,
+                       const uint8_t *b, size_t len, int code)
+{
+    int type = len >= 2 ? b[1] : 0;
+    uint32_t seq = 0;
+    if (len >= 8 && (type == QUAY_PKT_EAGER || type == QUAY_PKT_RTS ||
+                     type == QUAY_PKT_CANCEL_REQ))
+        seq = wire_get32(b + 4);
+    trace_pkt(e, kind, type, peer, 0, seq, code);
+}
+
 int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
 {
     if (e == NULL || (bytes == NULL && len != 0))
@@ -183,19 +195,19 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
         return e->fatal;
     if (peer < 0 || peer >= e->nranks)
         return QUAY_EINVAL;
-    int rc = engine_recv(e, peer, bytes, len, NULL);
+    int rc = eager_fast_arrival(e, peer, bytes, len);
+    if (rc == EAGER_NOT_FAST)
+        rc = engine_recv(e, peer, bytes, len, NULL);
     if (rc == 0) {
         e->st.pkts_in++;
         if (e->trace_fn)
-            trace_pkt(e, QUAY_TR_PKT_IN, len >= 2 ? ((const uint8_t *)bytes)[1] : 0,
-                      peer, 0, 0, 0);
+            trace_wire(e, QUAY_TR_PKT_IN, peer, bytes, len, 0);
     } else if (rc == QUAY_EAGAIN) {
         e->st.pkts_deferred++;
     } else if (!quay_err_is_fatal(rc)) {
         e->st.pkts_rejected++;
         if (e->trace_fn)
-            trace_pkt(e, QUAY_TR_REJECT, len >= 2 ? ((const uint8_t *)bytes)[1] : 0,
-                      peer, 0, 0, rc);
+            trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
     }
     if (e->fatal)
         return e->fatal;

@@ -320,6 +320,12 @@ void match_remove_unexp(quay_engine *e, umsg *m);
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
                  const uint8_t *data);
 int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** quay_on_packet's fast path: an in-order standard EAGER that meets a
+ *  posted receive. Returns EAGER_NOT_FAST (nothing done: take the general
+ *  path) or the packet's result. */
+#define EAGER_NOT_FAST 1
+int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
+                       size_t len);
 void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env);
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,

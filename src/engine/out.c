@@ -134,9 +134,29 @@ static int req_has_work(const quay_req *r)
 
 int req_emit(quay_req *r, qout *o)
 {
+    o->peer = r->peer;
+    o->req = r;
+    r->nout++;
+    if (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)) {
+        /* EAGER or RTS: the hot path, encoded directly. */
+        int rndv = (r->flags & RF_RNDV) != 0;
+        uint16_t fl = r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
+                      : r->mode == QUAY_SEND_READY ? WIRE_F_READY
+                                                   : 0;
+        o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
+        o->hdr_len = (uint16_t)wire_encode_env(o->hdr, o->pkt, fl, r->seq, r->ctx,
+                                               r->comm->myrank, r->tag, r->id,
+                                               r->len);
+        if (!rndv) {
+            o->payload = r->u.sbuf;
+            o->payload_len = r->len;
+        }
+        o->seq = r->seq;
+        r->flags |= RF_ENV_SENT;
+        return (r->flags & RF_CANCEL_WANTED) != 0;
+    }
     wire_hdr h;
     memset(&h, 0, sizeof h);
-    o->peer = r->peer;
     if (r->kind == RK_RECV) {
         h.type = QUAY_PKT_CTS;
         h.sreq = r->sreq;
@@ -146,24 +166,6 @@ int req_emit(quay_req *r, qout *o)
         h.index = ++r->ncts;
         h.len = r->accepted;
         r->flags &= ~(uint32_t)RF_NEED_CTS;
-    } else if (!(r->flags & RF_ENV_SENT)) {
-        int rndv = (r->flags & RF_RNDV) != 0;
-        h.type = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
-        h.flags = (uint16_t)(r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
-                             : r->mode == QUAY_SEND_READY ? WIRE_F_READY
-                                                          : 0);
-        h.seq = r->seq;
-        h.ctx = r->ctx;
-        h.src = r->comm->myrank;
-        h.tag = r->tag;
-        h.sreq = r->id;
-        h.len = r->len;
-        if (!rndv) {
-            o->payload = r->u.sbuf;
-            o->payload_len = r->len;
-        }
-        o->seq = r->seq;
-        r->flags |= RF_ENV_SENT;
     } else if (r->flags & RF_CANCEL_WANTED) {
         h.type = QUAY_PKT_CANCEL_REQ;
         h.seq = r->cancel_seq;
@@ -186,8 +188,6 @@ int req_emit(quay_req *r, qout *o)
     }
     o->pkt = h.type;
     o->hdr_len = (uint16_t)wire_encode(&h, o->hdr);
-    o->req = r;
-    r->nout++;
     return req_has_work(r);
 }
 
@@ -281,6 +281,9 @@ int quay_next_action(quay_engine *e, quay_action *a)
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
+    if (e->ctrl_count == 0 && e->loop_head == NULL && e->ndrain_blocked == 0 &&
+        ql_empty(&e->txq) && ql_empty(&e->cq))
+        return 0; /* idle: the common empty pull */
     if (e->ndrain_blocked)
         seq_retry_blocked(e);
     for (;;) {

@@ -65,6 +65,9 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     r->status.count = len;
     if (len > e->cfg.eager_max) {
         r->flags |= RF_RNDV;
+        r->next_frag = 0;
+        r->frags_done = 0;
+        r->cts_total = 0;
         req_set_state(e, r, QUAY_RS_SEND_RTS);
     } else {
         if (mode == QUAY_SEND_SYNC || mode == QUAY_SEND_READY)
@@ -173,7 +176,7 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
     if (src == QUAY_PROC_NULL)
         return proc_null_req(e, c, RK_RECV, tag, preq);
 
-    umsg *m = match_find_unexp(e, c, src, tag);
+    umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
     if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))
         return QUAY_EAGAIN;
     quay_req *r = req_alloc(e, RK_RECV, c);

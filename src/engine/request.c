@@ -19,17 +19,21 @@ quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
     uint32_t gen = (r->id >> REQ_IDX_BITS) + 1u;
     if ((gen & ((1u << (32 - REQ_IDX_BITS)) - 1u)) == 0)
         gen = 1; /* generation 0 is never handed out: ids are never 0 */
-    memset(r, 0, sizeof *r);
+    /* Only what every request reads is reset here; protocol fields are set
+     * by the protocol that uses them (send_start, rndv_*, quay_cancel).
+     * Released requests already have state FREE, no flags, nout 0 and a
+     * self-linked clink. */
     ql_init(&r->link);
-    ql_init(&r->clink);
     r->id = (gen << REQ_IDX_BITS) | idx;
     r->kind = (uint8_t)kind;
+    r->flags = 0;
     r->comm = c;
+    r->ctx = c != NULL ? c->ctx : 0;
     r->peer = -1;
-    if (c != NULL) {
+    memset(&r->status, 0, sizeof r->status);
+    r->user = NULL;
+    if (c != NULL)
         c->nreqs++;
-        r->ctx = c->ctx;
-    }
     e->reqs_used++;
     return r;
 }
@@ -85,9 +89,8 @@ int req_valid_ptr(const quay_engine *e, const quay_req *r)
 {
     if (r == NULL || r < e->reqs || r >= e->reqs + e->nreqs)
         return 0;
-    if (((uintptr_t)r - (uintptr_t)e->reqs) % sizeof *r != 0)
-        return 0;
-    return r->state != QUAY_RS_FREE;
+    /* A pointer into the pool is a request iff its own id names its slot. */
+    return &e->reqs[r->id & REQ_IDX_MASK] == r && r->state != QUAY_RS_FREE;
 }
 
 void txq_add(quay_engine *e, quay_req *r)

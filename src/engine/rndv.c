@@ -45,6 +45,7 @@ void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
     r->base = 0;
     r->bitmap = 0;
     r->received = 0;
+    r->ncts = 0;
     r->status.count = accepted;
     r->flags |= RF_NEED_CTS;
     req_set_state(e, r, QUAY_RS_RECV_RNDV);

@@ -59,6 +59,16 @@ int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
 /** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
 size_t wire_encode(const wire_hdr *h, uint8_t *out);
 
+static inline void wire_put16(uint8_t *p, uint16_t v);
+static inline void wire_put32(uint8_t *p, uint32_t v);
+static inline void wire_put64(uint8_t *p, uint64_t v);
+
+/** Encode an EAGER or RTS header (the hot path: no intermediate struct);
+ *  byte-for-byte what wire_encode writes. Returns WIRE_ENV_LEN. */
+static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
+                                     uint32_t seq, uint32_t ctx, int32_t src,
+                                     int32_t tag, uint32_t sreq, uint64_t len);
+
 /*
  * Little-endian field access with no alignment or aliasing assumptions:
  * memcpy of a fixed size compiles to one load/store, and a byte swap is
@@ -106,6 +116,22 @@ static inline uint64_t wire_get64(const uint8_t *p)
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return WIRE_LE64(v);
+}
+
+static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
+                                     uint32_t seq, uint32_t ctx, int32_t src,
+                                     int32_t tag, uint32_t sreq, uint64_t len)
+{
+    o[0] = WIRE_VERSION;
+    o[1] = type;
+    wire_put16(o + 2, flags);
+    wire_put32(o + 4, seq);
+    wire_put32(o + 8, ctx);
+    wire_put32(o + 12, (uint32_t)src);
+    wire_put32(o + 16, (uint32_t)tag);
+    wire_put32(o + 20, sreq);
+    wire_put64(o + 24, len);
+    return WIRE_ENV_LEN;
 }
 
 #endif /* QUAY_ENGINE_WIRE_H */
