@@ -268,8 +268,9 @@ QUAY_API int32_t quay_engine_size(const quay_engine *e);
  * (then nranks must equal the world size). This engine must be a member.
  * The map is copied. Messages that arrived for `context_id` before this
  * call are kept and become matchable now (in arrival order).
- * Returns 0, QUAY_EINVAL, QUAY_ERANK (not a member / rank out of world),
- * QUAY_ECOMM (context id in use), QUAY_EAGAIN (max_comms reached).
+ * Returns 0, QUAY_EINVAL (also: a world rank listed twice), QUAY_ERANK
+ * (not a member / rank out of world), QUAY_ECOMM (context id in use),
+ * QUAY_EAGAIN (max_comms reached, or the allocator refused the map).
  */
 QUAY_API int quay_comm_create(quay_engine *e, uint32_t context_id,
                               int32_t nranks, const int32_t *world_ranks,

@@ -65,6 +65,19 @@ int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
     }
     if (myrank < 0)
         return QUAY_ERANK;
+    if (world_ranks != NULL) {
+        /* A world rank may appear once (MPI groups are sets). */
+        uint8_t *seen = qalloc(e, (size_t)e->nranks);
+        if (seen == NULL)
+            return QUAY_EAGAIN;
+        memset(seen, 0, (size_t)e->nranks);
+        int dup = 0;
+        for (int32_t i = 0; i < nranks && !dup; i++)
+            dup = seen[world_ranks[i]]++ != 0;
+        qfree(e, seen);
+        if (dup)
+            return QUAY_EINVAL;
+    }
     quay_comm *c = NULL;
     for (uint32_t i = 0; i < e->ncomms_max; i++) {
         if (!e->comms[i].in_use) {

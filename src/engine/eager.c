@@ -31,7 +31,8 @@ int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
     int32_t src = (int32_t)wire_get32(b + 12);
     int32_t tag = (int32_t)wire_get32(b + 16);
     uint64_t mlen = wire_get64(b + 24);
-    if (src < 0 || tag < 0 || mlen != len - WIRE_ENV_LEN)
+    if (src < 0 || tag < 0 || mlen != len - WIRE_ENV_LEN ||
+        len > e->cfg.max_packet)
         return QUAY_EPROTO;
     quay_comm *c = comm_lookup(e, wire_get32(b + 8));
     if (c == NULL)

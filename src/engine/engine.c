@@ -160,6 +160,8 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     if (hl < 0)
         return hl;
     size_t plen = len - (size_t)hl;
+    if (plen > e->cfg.max_packet - (size_t)hl)
+        return QUAY_EPROTO; /* larger than this transport's packets */
     if (payload == NULL)
         payload = b + hl;
     switch (h.type) {

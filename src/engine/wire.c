@@ -39,8 +39,8 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
     switch (h->type) {
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS:
-        if (h->flags & ~WIRE_ENV_FLAGS)
-            return QUAY_EPROTO;
+        if ((h->flags & ~WIRE_ENV_FLAGS) || h->flags == WIRE_ENV_FLAGS)
+            return QUAY_EPROTO; /* unknown bits, or sync and ready at once */
         h->seq = wire_get32(b + 4);
         h->ctx = wire_get32(b + 8);
         h->src = (int32_t)wire_get32(b + 12);

@@ -1,0 +1,785 @@
+/*
+ * test_wire.c — the wire codec (src/engine/wire.c, docs/wire.md).
+ *
+ *   - byte layout of every packet type at its documented offsets;
+ *   - encode/decode round trip for every type with boundary values;
+ *   - every syntax rule of docs/wire.md rejected with QUAY_EPROTO;
+ *   - a seeded random test: 100,000 random byte strings and 100,000
+ *     single-byte mutations / truncations / extensions of valid packets.
+ *     The decoder's verdict must equal an independent reading of
+ *     docs/wire.md (spec_check below), it must never read outside the
+ *     exact-size heap buffer it is given (ASan), and every accepted header
+ *     must re-encode to the same bytes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/wire.h"
+#include "harness.h"
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Deterministic xorshift64*: same seed, same run. */
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t x = r->s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t rng_below(rng *r, uint32_t n) { return (uint32_t)(rng_next(r) % n); }
+
+/* Independent little-endian readers (not wire.h's helpers). */
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Header length per type as docs/wire.md states it; 0 for unknown. */
+static size_t spec_hl(uint8_t type)
+{
+    switch (type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+    case QUAY_PKT_CTS: return 32;
+    case QUAY_PKT_DATA: return 16;
+    case QUAY_PKT_ACK: return 12;
+    case QUAY_PKT_CANCEL_REQ: return 20;
+    case QUAY_PKT_CANCEL_REP: return 12;
+    default: return 0;
+    }
+}
+
+/*
+ * docs/wire.md as a predicate: the header length if the packet must be
+ * accepted, -1 if it must be rejected.
+ */
+static int spec_check(const uint8_t *b, size_t len)
+{
+    if (len < 4 || b[0] != 1)
+        return -1;
+    size_t hl = spec_hl(b[1]);
+    if (hl == 0 || len < hl)
+        return -1;
+    size_t pl = len - hl;
+    unsigned flags = (unsigned)b[2] | (unsigned)b[3] << 8;
+    switch (b[1]) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS: {
+        if ((flags & ~3u) || flags == 3u) /* unknown bits; sync and ready at once */
+            return -1;
+        if ((int32_t)le32(b + 12) < 0 || (int32_t)le32(b + 16) < 0)
+            return -1;
+        uint32_t sreq = le32(b + 20);
+        uint64_t mlen = le64(b + 24);
+        if (b[1] == QUAY_PKT_EAGER ? mlen != pl : pl != 0)
+            return -1;
+        if ((b[1] == QUAY_PKT_RTS || flags != 0) && sreq == 0)
+            return -1;
+        return (int)hl;
+    }
+    case QUAY_PKT_CTS:
+        if (flags || pl)
+            return -1;
+        if (!le32(b + 4) || !le32(b + 8) || !le32(b + 16) || !le32(b + 20))
+            return -1;
+        return (int)hl;
+    case QUAY_PKT_DATA:
+        if (flags || pl == 0 || le32(b + 4) == 0)
+            return -1;
+        return (int)hl;
+    case QUAY_PKT_ACK: {
+        if (flags || pl || le32(b + 4) == 0)
+            return -1;
+        int32_t st = (int32_t)le32(b + 8);
+        return st == 0 || st == QUAY_ENOTPOSTED ? (int)hl : -1;
+    }
+    case QUAY_PKT_CANCEL_REQ:
+        if (flags || pl || le32(b + 12) == 0)
+            return -1;
+        return (int)hl;
+    case QUAY_PKT_CANCEL_REP: {
+        if (flags || pl || le32(b + 4) == 0)
+            return -1;
+        int32_t st = (int32_t)le32(b + 8);
+        return st == 0 || st == 1 ? (int)hl : -1;
+    }
+    default: return -1;
+    }
+}
+
+/* Decode bytes from an exact-size heap copy (so ASan sees any over-read)
+ * into a heap wire_hdr (so it sees any over-write). */
+static int decode_exact(const uint8_t *b, size_t len, wire_hdr *out)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    wire_hdr *h = malloc(sizeof *h);
+    if (copy == NULL || h == NULL)
+        abort();
+    if (len)
+        memcpy(copy, b, len);
+    memset(h, 0xa5, sizeof *h);
+    int rc = wire_decode(copy, len, h);
+    if (out)
+        *out = *h;
+    free(copy);
+    free(h);
+    return rc;
+}
+
+/* Build a packet: header by wire_encode + payload. Returns total length. */
+static size_t build(const wire_hdr *h, const void *payload, size_t plen,
+                    uint8_t *out, size_t cap)
+{
+    uint8_t hdr[QUAY_MAX_HEADER];
+    size_t hl = wire_encode(h, hdr);
+    if (hl + plen > cap)
+        abort();
+    memcpy(out, hdr, hl);
+    if (plen)
+        memcpy(out + hl, payload, plen);
+    return hl + plen;
+}
+
+static wire_hdr hdr_of(uint8_t type)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = type;
+    return h;
+}
+
+/* The fields a type carries are equal in a and b. */
+static int same_fields(const wire_hdr *a, const wire_hdr *b)
+{
+    if (a->type != b->type || a->flags != b->flags)
+        return 0;
+    switch (a->type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+        return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src &&
+               a->tag == b->tag && a->sreq == b->sreq && a->len == b->len;
+    case QUAY_PKT_CTS:
+        return a->sreq == b->sreq && a->rreq == b->rreq && a->grant == b->grant &&
+               a->frag == b->frag && a->index == b->index && a->len == b->len;
+    case QUAY_PKT_DATA: return a->rreq == b->rreq && a->offset == b->offset;
+    case QUAY_PKT_ACK:
+    case QUAY_PKT_CANCEL_REP: return a->sreq == b->sreq && a->status == b->status;
+    case QUAY_PKT_CANCEL_REQ:
+        return a->seq == b->seq && a->ctx == b->ctx && a->sreq == b->sreq &&
+               a->target == b->target;
+    default: return 0;
+    }
+}
+
+/* Round trip h (+ payload): decode gives the header length and the same
+ * fields, re-encoding the decoded header gives the same bytes. */
+static int roundtrip(const wire_hdr *h, const void *payload, size_t plen,
+                     const char *what)
+{
+    static uint8_t pkt[QUAY_MAX_HEADER + 512];
+    size_t n = build(h, payload, plen, pkt, sizeof pkt);
+    size_t hl = spec_hl(h->type);
+    wire_hdr d;
+    int rc = decode_exact(pkt, n, &d);
+    int pass = rc == (int)hl && same_fields(h, &d);
+    if (pass) {
+        uint8_t again[QUAY_MAX_HEADER];
+        pass = wire_encode(&d, again) == hl && memcmp(again, pkt, hl) == 0;
+    }
+    return ok_msg(pass, "round trip %s (rc %d, header %zu)", what, rc, hl);
+}
+
+/* ---- layout ---------------------------------------------------------------- */
+
+static void t_lengths(void)
+{
+    static const struct {
+        uint8_t type;
+        size_t len;
+    } want[] = {
+        {QUAY_PKT_EAGER, WIRE_ENV_LEN},  {QUAY_PKT_RTS, WIRE_ENV_LEN},
+        {QUAY_PKT_CTS, WIRE_CTS_LEN},    {QUAY_PKT_DATA, WIRE_DATA_LEN},
+        {QUAY_PKT_ACK, WIRE_ACK_LEN},    {QUAY_PKT_CANCEL_REQ, WIRE_CANCEL_REQ_LEN},
+        {QUAY_PKT_CANCEL_REP, WIRE_CANCEL_REP_LEN},
+    };
+    for (size_t i = 0; i < COUNT_OF(want); i++) {
+        uint8_t out[QUAY_MAX_HEADER];
+        wire_hdr h = hdr_of(want[i].type);
+        ok_msg(wire_encode(&h, out) == want[i].len &&
+                   want[i].len == spec_hl(want[i].type) &&
+                   want[i].len <= QUAY_MAX_HEADER,
+               "%s header is %zu bytes", quay_pkt_name(want[i].type), want[i].len);
+        ok_msg(out[0] == WIRE_VERSION && out[1] == want[i].type,
+               "%s starts with version and type", quay_pkt_name(want[i].type));
+    }
+    /* Unknown types encode to nothing. */
+    static const uint8_t bad[] = {0, 8, 255};
+    for (size_t i = 0; i < COUNT_OF(bad); i++) {
+        uint8_t out[QUAY_MAX_HEADER];
+        wire_hdr h = hdr_of(bad[i]);
+        is_size(wire_encode(&h, out), 0);
+    }
+}
+
+/* Every field at its documented offset, little-endian. */
+static void t_layout(void)
+{
+    uint8_t out[QUAY_MAX_HEADER];
+    wire_hdr h;
+
+    h = hdr_of(QUAY_PKT_EAGER);
+    h.flags = WIRE_F_SYNC;
+    h.seq = 0x04030201u;
+    h.ctx = 0x08070605u;
+    h.src = 0x0c0b0a09;
+    h.tag = 0x100f0e0d;
+    h.sreq = 0x14131211u;
+    h.len = 0x1c1b1a1918171615ull;
+    is_size(wire_encode(&h, out), 32);
+    static const uint8_t eager[32] = {
+        1, 1, 1, 0, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
+        0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c};
+    ok(memcmp(out, eager, 32) == 0);
+
+    h.type = QUAY_PKT_RTS;
+    h.flags = WIRE_F_READY;
+    wire_encode(&h, out);
+    ok(out[1] == 2 && out[2] == 2 && out[3] == 0 && memcmp(out + 4, eager + 4, 28) == 0);
+
+    h = hdr_of(QUAY_PKT_CTS);
+    h.sreq = 0x04030201u;
+    h.rreq = 0x08070605u;
+    h.grant = 0x0c0b0a09u;
+    h.frag = 0x100f0e0du;
+    h.index = 0x14131211u;
+    h.len = 0x1c1b1a1918171615ull;
+    is_size(wire_encode(&h, out), 32);
+    ok(out[1] == 3 && out[2] == 0 && out[3] == 0 && memcmp(out + 4, eager + 4, 28) == 0);
+
+    h = hdr_of(QUAY_PKT_DATA);
+    h.rreq = 0x04030201u;
+    h.offset = 0x0c0b0a0908070605ull;
+    is_size(wire_encode(&h, out), 16);
+    ok(out[1] == 4 && memcmp(out + 4, eager + 4, 12) == 0);
+
+    h = hdr_of(QUAY_PKT_ACK);
+    h.sreq = 0x04030201u;
+    h.status = QUAY_ENOTPOSTED;
+    is_size(wire_encode(&h, out), 12);
+    ok(out[1] == 5 && le32(out + 4) == 0x04030201u &&
+       (int32_t)le32(out + 8) == QUAY_ENOTPOSTED);
+
+    h = hdr_of(QUAY_PKT_CANCEL_REQ);
+    h.seq = 0x04030201u;
+    h.ctx = 0x08070605u;
+    h.sreq = 0x0c0b0a09u;
+    h.target = 0x100f0e0du;
+    is_size(wire_encode(&h, out), 20);
+    ok(out[1] == 6 && memcmp(out + 4, eager + 4, 16) == 0);
+
+    h = hdr_of(QUAY_PKT_CANCEL_REP);
+    h.sreq = 0x04030201u;
+    h.status = 1;
+    is_size(wire_encode(&h, out), 12);
+    ok(out[1] == 7 && le32(out + 4) == 0x04030201u && le32(out + 8) == 1);
+}
+
+/* ---- round trips -------------------------------------------------------------- */
+
+static void t_roundtrip(void)
+{
+    static uint8_t payload[300];
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 13 + 5);
+    static const uint32_t u32s[] = {0, 1, 0x7fffffffu, 0x80000000u, UINT32_MAX};
+    static const int32_t i32s[] = {0, 1, 0x7ffffffe, INT32_MAX};
+    static const uint16_t envflags[] = {0, WIRE_F_SYNC, WIRE_F_READY};
+    static const size_t plens[] = {0, 1, 31, 32, 300};
+
+    /* EAGER: every flag, boundary seq/ctx/src/tag/sreq, payload lengths. */
+    int n = 0, pass = 0;
+    for (size_t f = 0; f < COUNT_OF(envflags); f++)
+        for (size_t a = 0; a < COUNT_OF(u32s); a++)
+            for (size_t s = 0; s < COUNT_OF(i32s); s++)
+                for (size_t p = 0; p < COUNT_OF(plens); p++) {
+                    wire_hdr h = hdr_of(QUAY_PKT_EAGER);
+                    h.flags = envflags[f];
+                    h.seq = u32s[a];
+                    h.ctx = u32s[COUNT_OF(u32s) - 1 - a];
+                    h.src = i32s[s];
+                    h.tag = i32s[COUNT_OF(i32s) - 1 - s];
+                    h.sreq = envflags[f] ? (u32s[a] ? u32s[a] : 1) : u32s[a];
+                    h.len = plens[p];
+                    n++;
+                    pass += roundtrip(&h, payload, plens[p], "EAGER");
+                }
+    ok_msg(pass == n, "%d/%d EAGER round trips", pass, n);
+
+    /* RTS: len up to UINT64_MAX (no payload), sreq never 0. */
+    static const uint64_t u64s[] = {0, 1, 8193, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+                                    UINT64_MAX - 1, UINT64_MAX};
+    for (size_t f = 0; f < COUNT_OF(envflags); f++)
+        for (size_t l = 0; l < COUNT_OF(u64s); l++) {
+            wire_hdr h = hdr_of(QUAY_PKT_RTS);
+            h.flags = envflags[f];
+            h.seq = u32s[l % COUNT_OF(u32s)];
+            h.ctx = UINT32_MAX;
+            h.src = INT32_MAX;
+            h.tag = 0;
+            h.sreq = l % 2 ? UINT32_MAX : 1;
+            h.len = u64s[l];
+            roundtrip(&h, NULL, 0, "RTS");
+        }
+
+    /* CTS: grant may be 0; other ids non-zero; accepted up to UINT64_MAX. */
+    for (size_t a = 1; a < COUNT_OF(u32s); a++)
+        for (size_t l = 0; l < COUNT_OF(u64s); l++) {
+            wire_hdr h = hdr_of(QUAY_PKT_CTS);
+            h.sreq = u32s[a];
+            h.rreq = u32s[COUNT_OF(u32s) - a];
+            h.grant = u32s[(a + l) % COUNT_OF(u32s)];
+            h.frag = u32s[a];
+            h.index = u32s[COUNT_OF(u32s) - a];
+            h.len = u64s[l];
+            roundtrip(&h, NULL, 0, "CTS");
+        }
+
+    /* DATA: any offset, payload 1..300. */
+    for (size_t l = 0; l < COUNT_OF(u64s); l++) {
+        wire_hdr h = hdr_of(QUAY_PKT_DATA);
+        h.rreq = l % 2 ? 1 : UINT32_MAX;
+        h.offset = u64s[l];
+        roundtrip(&h, payload, 1 + l * 40, "DATA");
+    }
+
+    /* ACK: status 0 / ENOTPOSTED; CANCEL_REP: 0 / 1; CANCEL_REQ: any target. */
+    static const int32_t ack_st[] = {0, QUAY_ENOTPOSTED};
+    static const int32_t rep_st[] = {0, 1};
+    for (size_t a = 1; a < COUNT_OF(u32s); a++) {
+        for (size_t s = 0; s < 2; s++) {
+            wire_hdr h = hdr_of(QUAY_PKT_ACK);
+            h.sreq = u32s[a];
+            h.status = ack_st[s];
+            roundtrip(&h, NULL, 0, "ACK");
+            h.type = QUAY_PKT_CANCEL_REP;
+            h.status = rep_st[s];
+            roundtrip(&h, NULL, 0, "CANCEL_REP");
+        }
+        wire_hdr h = hdr_of(QUAY_PKT_CANCEL_REQ);
+        h.seq = u32s[a];
+        h.ctx = u32s[COUNT_OF(u32s) - a];
+        h.sreq = u32s[a];
+        h.target = u32s[(a + 2) % COUNT_OF(u32s)];
+        roundtrip(&h, NULL, 0, "CANCEL_REQ");
+    }
+}
+
+/* ---- rejections ------------------------------------------------------------------ */
+
+/* One valid packet per type (EAGER with a 10-byte payload). */
+static size_t valid_pkt(uint8_t type, uint8_t *out, size_t cap)
+{
+    static const uint8_t pl[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    wire_hdr h = hdr_of(type);
+    switch (type) {
+    case QUAY_PKT_EAGER:
+    case QUAY_PKT_RTS:
+        h.seq = 3;
+        h.ctx = 4;
+        h.src = 5;
+        h.tag = 6;
+        h.sreq = 7;
+        h.len = type == QUAY_PKT_EAGER ? sizeof pl : 5000;
+        return build(&h, pl, type == QUAY_PKT_EAGER ? sizeof pl : 0, out, cap);
+    case QUAY_PKT_CTS:
+        h.sreq = 1;
+        h.rreq = 2;
+        h.grant = 3;
+        h.frag = 4;
+        h.index = 5;
+        h.len = 6;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_DATA:
+        h.rreq = 1;
+        h.offset = 128;
+        return build(&h, pl, sizeof pl, out, cap);
+    case QUAY_PKT_ACK:
+    case QUAY_PKT_CANCEL_REP:
+        h.sreq = 9;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_CANCEL_REQ:
+        h.seq = 1;
+        h.ctx = 2;
+        h.sreq = 3;
+        h.target = 0;
+        return build(&h, NULL, 0, out, cap);
+    default: abort();
+    }
+}
+
+static int rejects(const uint8_t *b, size_t len, const char *what)
+{
+    int rc = decode_exact(b, len, NULL);
+    int spec = spec_check(b, len);
+    return ok_msg(rc == QUAY_EPROTO && spec < 0, "reject %s (rc %d, spec %d)", what, rc,
+                  spec);
+}
+
+static int accepts(const uint8_t *b, size_t len, const char *what)
+{
+    int rc = decode_exact(b, len, NULL);
+    return ok_msg(rc > 0 && rc == spec_check(b, len), "accept %s (rc %d)", what, rc);
+}
+
+static void t_reject_short(void)
+{
+    uint8_t b[4] = {1, QUAY_PKT_ACK, 0, 0};
+    wire_hdr h;
+    is_int(wire_decode(NULL, 0, &h), QUAY_EPROTO);
+    is_int(wire_decode(NULL, 12, &h), QUAY_EPROTO);
+    rejects(b, 0, "empty");
+    rejects(b, 1, "1 byte");
+    rejects(b, 2, "2 bytes");
+    rejects(b, 3, "3 bytes");
+    rejects(b, 4, "4 bytes (ACK header only)");
+}
+
+static void t_reject_version_type(void)
+{
+    uint8_t b[64];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+        size_t n = valid_pkt(t, b, sizeof b);
+        accepts(b, n, quay_pkt_name(t));
+        static const uint8_t versions[] = {0, 2, 0x81, 255};
+        for (size_t v = 0; v < COUNT_OF(versions); v++) {
+            b[0] = versions[v];
+            ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "%s with version %u",
+                   quay_pkt_name(t), versions[v]);
+        }
+    }
+    /* Unknown types, with enough bytes for any known header. */
+    static const uint8_t types[] = {0, 8, 9, 0x7f, 0x80, 255};
+    memset(b, 0, sizeof b);
+    b[0] = 1;
+    for (size_t i = 0; i < COUNT_OF(types); i++) {
+        b[1] = types[i];
+        for (size_t n = 4; n <= 64; n += 4) {
+            if (decode_exact(b, n, NULL) != QUAY_EPROTO) {
+                ok_msg(0, "type %u length %zu rejected", types[i], n);
+                break;
+            }
+        }
+        ok_msg(decode_exact(b, 32, NULL) == QUAY_EPROTO, "unknown type %u", types[i]);
+    }
+}
+
+static void t_reject_length(void)
+{
+    uint8_t b[80];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+        size_t n = valid_pkt(t, b, sizeof b);
+        size_t hl = spec_hl(t);
+        /* Truncated by one byte (DATA: its header; a shorter DATA payload
+         * is still well-formed), and every shorter header. */
+        if (t == QUAY_PKT_DATA) {
+            rejects(b, hl - 1, "DATA header truncated by one byte");
+            accepts(b, n - 1, "DATA with one payload byte less");
+        } else {
+            rejects(b, n - 1, quay_pkt_name(t));
+        }
+        int all = 1;
+        for (size_t k = 0; k < hl; k++)
+            all &= decode_exact(b, k, NULL) == QUAY_EPROTO;
+        ok_msg(all, "%s: every prefix shorter than its header rejected", quay_pkt_name(t));
+        /* One byte more: fixed-size types (and EAGER, whose len then disagrees). */
+        if (t != QUAY_PKT_DATA) {
+            b[n] = 0;
+            rejects(b, n + 1, quay_pkt_name(t));
+        } else {
+            accepts(b, n + 1, "DATA with one more payload byte");
+        }
+    }
+}
+
+static void t_reject_eager_len(void)
+{
+    uint8_t b[80];
+    size_t n = valid_pkt(QUAY_PKT_EAGER, b, sizeof b); /* payload 10 */
+    static const uint64_t lens[] = {0, 9, 11, 32 + 10, (uint64_t)1 << 32 | 10,
+                                    UINT64_MAX - 21, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < COUNT_OF(lens); i++) {
+        put64(b + 24, lens[i]);
+        ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "EAGER len %llu with 10 payload bytes",
+               (unsigned long long)lens[i]);
+    }
+    put64(b + 24, 10);
+    accepts(b, n, "EAGER len 10");
+    /* Payload longer / shorter than len. */
+    b[n] = 0xaa;
+    rejects(b, n + 1, "EAGER payload longer than len");
+    rejects(b, n - 1, "EAGER payload shorter than len");
+    /* RTS must have no payload whatever len says. */
+    n = valid_pkt(QUAY_PKT_RTS, b, sizeof b);
+    put64(b + 24, 1);
+    memset(b + n, 0, 1);
+    rejects(b, n + 1, "RTS len 1 with a 1-byte payload");
+    put64(b + 24, UINT64_MAX);
+    accepts(b, n, "RTS len UINT64_MAX");
+}
+
+static void t_reject_fields(void)
+{
+    uint8_t b[80];
+    size_t n;
+
+    /* Negative src / tag. */
+    static const int32_t neg[] = {-1, -2, INT32_MIN};
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_RTS; t++) {
+        for (size_t i = 0; i < COUNT_OF(neg); i++) {
+            n = valid_pkt(t, b, sizeof b);
+            put32(b + 12, (uint32_t)neg[i]);
+            ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "%s src %d",
+                   quay_pkt_name(t), neg[i]);
+            n = valid_pkt(t, b, sizeof b);
+            put32(b + 16, (uint32_t)neg[i]);
+            ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "%s tag %d",
+                   quay_pkt_name(t), neg[i]);
+        }
+    }
+
+    /* Unknown flag bits: bits 2..15 for envelopes, every bit elsewhere. */
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+        int all = 1;
+        for (int bit = 0; bit < 16; bit++) {
+            int allowed = (t == QUAY_PKT_EAGER || t == QUAY_PKT_RTS) && bit < 2;
+            n = valid_pkt(t, b, sizeof b);
+            b[2] = (uint8_t)(bit < 8 ? 1u << bit : 0);
+            b[3] = (uint8_t)(bit >= 8 ? 1u << (bit - 8) : 0);
+            int rc = decode_exact(b, n, NULL);
+            if (allowed ? rc <= 0 : rc != QUAY_EPROTO) {
+                all = 0;
+                note("%s flag bit %d: rc %d", quay_pkt_name(t), bit, rc);
+            }
+        }
+        ok_msg(all, "%s: only the documented flag bits accepted", quay_pkt_name(t));
+    }
+
+    /* Zero request ids where the format requires one. */
+    n = valid_pkt(QUAY_PKT_EAGER, b, sizeof b);
+    put32(b + 20, 0);
+    accepts(b, n, "standard EAGER with sreq 0");
+    b[2] = WIRE_F_SYNC;
+    rejects(b, n, "sync EAGER with sreq 0");
+    b[2] = WIRE_F_READY;
+    rejects(b, n, "ready EAGER with sreq 0");
+    b[2] = WIRE_F_SYNC | WIRE_F_READY;
+    rejects(b, n, "sync+ready EAGER with sreq 0");
+    n = valid_pkt(QUAY_PKT_RTS, b, sizeof b);
+    put32(b + 20, 0);
+    rejects(b, n, "RTS with sreq 0");
+    n = valid_pkt(QUAY_PKT_CTS, b, sizeof b);
+    put32(b + 4, 0);
+    rejects(b, n, "CTS with sreq 0");
+    static const struct {
+        size_t off;
+        const char *name;
+    } cts0[] = {{8, "CTS with rreq 0"}, {16, "CTS with frag 0"}, {20, "CTS with index 0"}};
+    for (size_t i = 0; i < COUNT_OF(cts0); i++) {
+        n = valid_pkt(QUAY_PKT_CTS, b, sizeof b);
+        put32(b + cts0[i].off, 0);
+        rejects(b, n, cts0[i].name);
+    }
+    n = valid_pkt(QUAY_PKT_CTS, b, sizeof b);
+    put32(b + 12, 0);
+    accepts(b, n, "CTS with grant 0");
+    put64(b + 24, 0);
+    accepts(b, n, "CTS with accepted 0");
+
+    n = valid_pkt(QUAY_PKT_DATA, b, sizeof b);
+    rejects(b, 16, "DATA with an empty payload");
+    put32(b + 4, 0);
+    rejects(b, n, "DATA with rreq 0");
+    n = valid_pkt(QUAY_PKT_DATA, b, sizeof b);
+    put64(b + 8, UINT64_MAX);
+    accepts(b, n, "DATA at offset UINT64_MAX (range is the engine's job)");
+
+    n = valid_pkt(QUAY_PKT_ACK, b, sizeof b);
+    put32(b + 4, 0);
+    rejects(b, n, "ACK with sreq 0");
+    static const int32_t bad_ack[] = {1, -1, 2, QUAY_EPEER, QUAY_ETRUNCATE, QUAY_EPROTO,
+                                      QUAY_ECANCELLED, INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < COUNT_OF(bad_ack); i++) {
+        n = valid_pkt(QUAY_PKT_ACK, b, sizeof b);
+        put32(b + 8, (uint32_t)bad_ack[i]);
+        ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "ACK status %d", bad_ack[i]);
+    }
+    put32(b + 8, (uint32_t)QUAY_ENOTPOSTED);
+    accepts(b, n, "ACK ENOTPOSTED");
+
+    n = valid_pkt(QUAY_PKT_CANCEL_REQ, b, sizeof b);
+    put32(b + 12, 0);
+    rejects(b, n, "CANCEL_REQ with sreq 0");
+    n = valid_pkt(QUAY_PKT_CANCEL_REP, b, sizeof b);
+    put32(b + 4, 0);
+    rejects(b, n, "CANCEL_REP with sreq 0");
+    static const int32_t bad_rep[] = {2, 3, -1, QUAY_ENOTPOSTED, INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < COUNT_OF(bad_rep); i++) {
+        n = valid_pkt(QUAY_PKT_CANCEL_REP, b, sizeof b);
+        put32(b + 8, (uint32_t)bad_rep[i]);
+        ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "CANCEL_REP status %d", bad_rep[i]);
+    }
+}
+
+/* ---- seeded random ----------------------------------------------------------------- */
+
+typedef struct fuzz_stats {
+    long runs, accepted, verdict_mismatch, reencode_mismatch;
+} fuzz_stats;
+
+static void fuzz_one(const uint8_t *b, size_t len, fuzz_stats *fs)
+{
+    wire_hdr h;
+    int rc = decode_exact(b, len, &h);
+    int want = spec_check(b, len);
+    fs->runs++;
+    if (!(rc == want || (want < 0 && rc == QUAY_EPROTO))) {
+        if (fs->verdict_mismatch++ < 5)
+            note("verdict: len %zu type %u: decoder %d, spec %d", len,
+                 len > 1 ? b[1] : 0, rc, want);
+        return;
+    }
+    if (rc > 0) {
+        fs->accepted++;
+        uint8_t again[QUAY_MAX_HEADER];
+        size_t hl = wire_encode(&h, again);
+        if (hl != (size_t)rc || memcmp(again, b, hl) != 0) {
+            if (fs->reencode_mismatch++ < 5)
+                note("re-encode differs: type %u, header %d", b[1], rc);
+        }
+    }
+}
+
+static void t_random_strings(void)
+{
+    rng r = {0x9e3779b97f4a7c15ull};
+    fuzz_stats fs = {0, 0, 0, 0};
+    uint8_t b[80];
+    for (int i = 0; i < 100000; i++) {
+        size_t len = rng_below(&r, 81);
+        for (size_t k = 0; k < len; k++)
+            b[k] = (uint8_t)rng_next(&r);
+        /* Bias towards the interesting part of the input space: a valid
+         * version, a near-valid type, clean flags, plausible fields. */
+        uint32_t coin = (uint32_t)rng_next(&r);
+        if (len >= 1 && (coin & 3) != 0)
+            b[0] = WIRE_VERSION;
+        if (len >= 2 && (coin & 12) != 0)
+            b[1] = (uint8_t)(1 + rng_below(&r, 8));
+        if (len >= 4 && (coin & 0x30) != 0) {
+            b[2] = (uint8_t)((coin & 0x40) ? rng_below(&r, 4) : 0);
+            b[3] = 0;
+        }
+        if (len >= 32 && (coin & 0x180) != 0) {
+            b[15] &= 0x7f; /* src >= 0 */
+            b[19] &= 0x7f; /* tag >= 0 */
+            if (b[1] == QUAY_PKT_EAGER)
+                put64(b + 24, len - 32);
+            if (b[1] == QUAY_PKT_ACK || b[1] == QUAY_PKT_CANCEL_REP)
+                put32(b + 8, coin & 0x200 ? 0 : 1);
+        }
+        if (len >= 12 && (coin & 0xc00) == 0x400 &&
+            (b[1] == QUAY_PKT_ACK || b[1] == QUAY_PKT_CANCEL_REP)) {
+            len = 12;
+            put32(b + 8, b[1] == QUAY_PKT_ACK ? (uint32_t)QUAY_ENOTPOSTED : 1);
+        }
+        fuzz_one(b, len, &fs);
+    }
+    note("%ld random strings, %ld accepted", fs.runs, fs.accepted);
+    is_int(fs.runs, 100000);
+    is_int(fs.verdict_mismatch, 0);
+    is_int(fs.reencode_mismatch, 0);
+    ok_msg(fs.accepted >= 1000, "random strings reached acceptance (%ld)", fs.accepted);
+}
+
+static void t_random_mutations(void)
+{
+    rng r = {0x243f6a8885a308d3ull};
+    fuzz_stats fs = {0, 0, 0, 0};
+    uint8_t base[7][80];
+    size_t blen[7];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++)
+        blen[t - 1] = valid_pkt(t, base[t - 1], sizeof base[0]);
+    uint8_t b[96];
+    long rejected = 0;
+    for (int i = 0; i < 100000; i++) {
+        int t = (int)rng_below(&r, 7);
+        size_t len = blen[t];
+        memcpy(b, base[t], len);
+        uint32_t how = rng_below(&r, 10);
+        if (how < 7) { /* one byte replaced by a random value */
+            size_t pos = rng_below(&r, (uint32_t)len);
+            b[pos] = (uint8_t)rng_next(&r);
+        } else if (how < 8) { /* one bit flipped */
+            size_t pos = rng_below(&r, (uint32_t)len);
+            b[pos] ^= (uint8_t)(1u << rng_below(&r, 8));
+        } else if (how < 9) { /* truncated */
+            len -= 1 + rng_below(&r, (uint32_t)len);
+        } else { /* extended */
+            size_t more = 1 + rng_below(&r, 16);
+            for (size_t k = 0; k < more; k++)
+                b[len + k] = (uint8_t)rng_next(&r);
+            len += more;
+        }
+        long before = fs.accepted;
+        fuzz_one(b, len, &fs);
+        rejected += fs.accepted == before;
+    }
+    note("%ld mutations: %ld accepted, %ld rejected", fs.runs, fs.accepted, rejected);
+    is_int(fs.verdict_mismatch, 0);
+    is_int(fs.reencode_mismatch, 0);
+    ok(fs.accepted > 10000 && rejected > 10000);
+}
+
+int main(void)
+{
+    subtest("header lengths", t_lengths);
+    subtest("byte layout at documented offsets", t_layout);
+    subtest("round trip with boundary values", t_roundtrip);
+    subtest("reject short input", t_reject_short);
+    subtest("reject version and type", t_reject_version_type);
+    subtest("reject truncated and extended", t_reject_length);
+    subtest("reject EAGER length disagreement", t_reject_eager_len);
+    subtest("reject field ranges", t_reject_fields);
+    subtest("random strings", t_random_strings);
+    subtest("random mutations of valid packets", t_random_mutations);
+    return done_testing();
+}
