@@ -298,7 +298,9 @@ typedef enum quay_send_mode {
     QUAY_SEND_READY = 2,    /**< receiver must have posted: else QUAY_ENOTPOSTED
                                  at both ends */
     QUAY_SEND_BUFFERED = 3  /**< copied to the attached buffer; completes
-                                 locally at once */
+                                 locally at once; an internal request, whose
+                                 id appears in trace events, carries the
+                                 copy */
 } quay_send_mode;
 
 /** Completion status of a request. */
@@ -333,7 +335,10 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
  * (or QUAY_ANY_SOURCE / QUAY_PROC_NULL) with `tag` (or QUAY_ANY_TAG).
  * MPI order: receives that match the same message are satisfied in post
  * order; messages from one sender that match the same receive are received
- * in send order. The engine never writes past buf+cap.
+ * in send order. The engine never writes past buf+cap. Returns 0,
+ * QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, QUAY_EAGAIN (request pool exhausted,
+ * or the matched message owes its sender an ACK and the control queue is
+ * full: retry after pulling actions).
  */
 QUAY_API int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                         int32_t src, int32_t tag, quay_req **preq);
@@ -354,7 +359,9 @@ QUAY_API int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src,
 QUAY_API int quay_improbe(quay_engine *e, quay_comm *c, int32_t src,
                           int32_t tag, quay_msg **pmsg, quay_status *st);
 
-/** Receive a message taken by quay_improbe (consumes `msg`). */
+/** Receive a message taken by quay_improbe (consumes `msg`). QUAY_EAGAIN
+ *  when the request pool is exhausted (msg stays valid); quay_improbe
+ *  itself may answer QUAY_EAGAIN like quay_irecv. */
 QUAY_API int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
                          quay_req **preq);
 
@@ -454,6 +461,10 @@ typedef struct quay_action {
     } rdma;
 } quay_action;
 
+/** 1 if quay_next_action may have an action now, 0 if it certainly has
+ *  none (nothing queued, nothing waiting for a pull). Cheap; no effect. */
+QUAY_API int quay_has_actions(const quay_engine *e);
+
 /**
  * Pull the next action: 1 and *a filled, 0 when there is none now, or a
  * negative code (QUAY_EINVAL for NULL arguments, or the engine's sticky
@@ -489,7 +500,9 @@ QUAY_API const char *quay_state_name(int state);
 /** Trace event kinds. */
 typedef enum quay_trace_kind {
     QUAY_TR_STATE = 1,   /**< request `req_id` moved `from` -> `to` */
-    QUAY_TR_PKT_IN = 2,  /**< packet of `pkt` type accepted from `peer` */
+    QUAY_TR_PKT_IN = 2,  /**< packet of `pkt` type accepted from `peer`
+                              (after the events it caused; `seq` set for
+                              sequenced types) */
     QUAY_TR_PKT_OUT = 3, /**< packet of `pkt` type emitted to `peer` */
     QUAY_TR_REJECT = 4,  /**< packet from `peer` rejected with `code` */
     QUAY_TR_MATCH = 5    /**< receive `req_id` matched message (`peer`,

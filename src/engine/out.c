@@ -275,14 +275,21 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
     return 1;
 }
 
+int quay_has_actions(const quay_engine *e)
+{
+    if (e == NULL || e->fatal)
+        return 0;
+    return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
+           !ql_empty(&e->txq) || !ql_empty(&e->cq);
+}
+
 int quay_next_action(quay_engine *e, quay_action *a)
 {
     if (e == NULL || a == NULL)
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
-    if (e->ctrl_count == 0 && e->loop_head == NULL && e->ndrain_blocked == 0 &&
-        ql_empty(&e->txq) && ql_empty(&e->cq))
+    if (!quay_has_actions(e))
         return 0; /* idle: the common empty pull */
     if (e->ndrain_blocked)
         seq_retry_blocked(e);

@@ -1,0 +1,107 @@
+/*
+ * scn.h — ordering scenarios: parse a scenario (.scn), run it on N quay
+ * engines over the adversarial nicsim, check MPI semantics on the result.
+ *
+ * Used by tests/ordering/test_ordering (CTest driver) and tools/quay-sim.
+ * Only include/quay/quay.h and adapters/nicsim/nicsim.h are used; nothing
+ * here depends on the test harness.
+ *
+ * The scenario language is described in tests/ordering/README.md.
+ */
+#ifndef QUAY_SCN_H
+#define QUAY_SCN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct scn scn;               /* a parsed scenario (immutable) */
+typedef struct scn_runner scn_runner; /* run state for one scenario */
+
+/** Parse a scenario file. Returns 0, or -1 with a message in err. */
+int scn_parse_file(const char *path, scn **ps, char *err, size_t errlen);
+/** Parse from memory; `name` is used in messages. */
+int scn_parse_string(const char *name, const char *text, scn **ps, char *err,
+                     size_t errlen);
+void scn_free(scn *s);
+/** Scenario name (file name without directory and .scn). */
+const char *scn_name(const scn *s);
+int scn_nranks(const scn *s);
+
+/** Create a runner (buffers, payloads) for `s`; `s` must outlive it. */
+int scn_runner_new(const scn *s, scn_runner **pr);
+void scn_runner_free(scn_runner *r);
+
+/** Per-run options. */
+typedef struct scn_opts {
+    FILE *trace;        /**< print every event here (NULL: silent) */
+    uint64_t max_steps; /**< livelock bound; 0 = automatic */
+} scn_opts;
+
+/**
+ * Run one interleaving chosen by `seed`. Returns 0 when every check
+ * passed, 1 when a check failed (scn_runner_error says which), -1 when
+ * the run could not be set up (engine creation failed ...).
+ */
+int scn_run_seed(scn_runner *r, uint64_t seed, const scn_opts *o);
+
+/**
+ * Run one interleaving given by a choice script (see scn_run_exhaustive):
+ * at step i the script[i]-th enabled choice is taken, and choice 0 after
+ * the script ends. Same return values as scn_run_seed.
+ */
+int scn_run_script(scn_runner *r, const uint32_t *script, size_t n,
+                   const scn_opts *o);
+
+/** Exhaustive enumeration result. */
+typedef struct scn_exh {
+    uint64_t runs;      /**< interleavings run */
+    int complete;       /**< 1 if the whole tree was enumerated */
+    size_t max_depth;   /**< longest choice sequence */
+    uint32_t *fail_script; /**< failing run's choices (scn_runner owns) */
+    size_t fail_len;
+} scn_exh;
+
+/**
+ * Depth-first enumeration of every choice sequence (program steps and
+ * nicsim events; actions are pulled eagerly), each replayed from scratch,
+ * up to `max_runs` runs. Returns 0 (all passed), 1 (a run failed: its
+ * script is in ex->fail_script), -1 (set-up error).
+ */
+int scn_run_exhaustive(scn_runner *r, uint64_t max_runs, scn_exh *ex);
+
+/** Message of the last failure ("" if none). */
+const char *scn_runner_error(const scn_runner *r);
+/** Steps taken by the last run. */
+uint64_t scn_runner_steps(const scn_runner *r);
+
+/** What happened in the last run (for coverage reports: which sides of
+ *  each race the seeds reached). */
+typedef struct scn_outcomes {
+    uint32_t matched_unexpected; /**< receives that found their message
+                                      waiting (late receive) */
+    uint32_t matched_posted;     /**< messages that found their receive
+                                      posted (early receive) */
+    uint32_t sends_cancelled;    /**< send cancels that won */
+    uint32_t sends_cancel_lost;  /**< send cancels that came too late */
+    uint32_t recvs_cancelled;
+    uint32_t notposted;          /**< ready sends ending ENOTPOSTED */
+    uint32_t truncated;          /**< receives ending ETRUNCATE */
+    uint64_t deferred;           /**< quay_on_packet answered EAGAIN */
+} scn_outcomes;
+
+void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);
+
+/** Print what every request of the last run got, one line each
+ *  ("rank 1 r1 <- rank 0 tag 3, 10240 bytes, ok"). */
+void scn_print_summary(const scn_runner *r, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUAY_SCN_H */

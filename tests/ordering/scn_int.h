@@ -1,0 +1,296 @@
+/*
+ * scn_int.h — internal structures of the scenario library (parser,
+ * runner, checker). Not installed.
+ */
+#ifndef QUAY_SCN_INT_H
+#define QUAY_SCN_INT_H
+
+#include "scn.h"
+
+#include <quay/quay.h>
+
+#include "nicsim.h"
+
+#define SCN_MAX_RANKS 8
+#define SCN_MIN_RANKS 2
+#define SCN_MAX_COMMS 16
+#define SCN_NAME_MAX 32
+/* Guard bytes after every receive buffer. */
+#define SCN_GUARD 32
+/* Value of untouched receive-buffer bytes. */
+#define SCN_FILL 0xA5u
+
+typedef enum scn_opk {
+    SOP_ISEND = 1,
+    SOP_IRECV,
+    SOP_IPROBE,
+    SOP_PROBE,
+    SOP_MPROBE,
+    SOP_MRECV,
+    SOP_CANCEL,
+    SOP_FREE,
+    SOP_WAIT,
+    SOP_WAITALL,
+    SOP_ATTACH,
+    SOP_DETACH,
+    SOP_SYNC,
+    SOP_COMM_CREATE
+} scn_opk;
+
+/* Kinds of slots (objects with per-run state). */
+typedef enum scn_slotk {
+    SLOT_SEND = 1,
+    SLOT_RECV,   /* irecv */
+    SLOT_MPROBE, /* a message taken by mprobe */
+    SLOT_MRECV,  /* imrecv of a taken message */
+    SLOT_PROBE   /* iprobe / probe result */
+} scn_slotk;
+
+typedef struct scn_op {
+    int kind;     /* scn_opk */
+    int line;     /* source line */
+    int slot;     /* slot made (ISEND, IRECV, MPROBE, MRECV, (I)PROBE) or
+                     acted on (CANCEL, FREE, WAIT), else -1 */
+    uint64_t size;/* ATTACH */
+    int sync_idx; /* SYNC: which barrier; COMM_CREATE: comm index */
+} scn_op;
+
+typedef struct scn_slot {
+    int kind;   /* scn_slotk */
+    int rank;   /* world rank that owns it */
+    int op;     /* index of the op that creates it */
+    int line;
+    char name[SCN_NAME_MAX]; /* "a", or "L12" for anonymous ones */
+    int comm;   /* index in scn.comms */
+    int32_t peer; /* comm rank / QUAY_ANY_SOURCE / QUAY_PROC_NULL */
+    int32_t tag;  /* tag / QUAY_ANY_TAG */
+    uint64_t size;/* SEND: length; RECV/MRECV: capacity */
+    int mode;     /* SEND: quay_send_mode */
+    int send_k;   /* SEND: k-th send of this rank (payload pattern) */
+    int32_t peer_world; /* SEND: destination world rank; RECV: source
+                           world rank; -1 any, -2 PROC_NULL */
+    int32_t my_crank;   /* owner's rank in `comm` */
+    int link;     /* MRECV: its MPROBE slot; MPROBE: its MRECV slot;
+                     PROBE: receive slot that must get the probed message
+                     (-1 none) */
+    int waited;   /* some op waits for it explicitly */
+    int has_expect;
+    int expect_any;
+    int32_t expect_err;
+    int64_t expect_count; /* -1: not checked */
+    size_t off;   /* SEND: offset of the payload in scn.payload;
+                     RECV/MRECV: offset in the owner's receive arena */
+} scn_slot;
+
+typedef struct scn_comm {
+    uint32_t ctx;
+    unsigned lazy; /* bit r: rank r creates it with a comm_create op */
+    int n;
+    int32_t world[SCN_MAX_RANKS];   /* comm rank -> world rank */
+    int32_t crank[SCN_MAX_RANKS];   /* world rank -> comm rank or -1 */
+} scn_comm;
+
+struct scn {
+    char name[128];
+    int nranks;
+    /* engine configuration */
+    size_t eager_max;
+    size_t frag_size;
+    uint32_t depth;
+    uint32_t max_unexpected;   /* 0: automatic */
+    size_t unexpected_bytes;   /* 0: engine default */
+    uint32_t reorder_window;   /* 0: engine default */
+    uint32_t max_requests;     /* 0: automatic */
+    uint32_t max_out;          /* 0: automatic */
+    uint32_t max_ctrl;         /* 0: automatic */
+    uint32_t flags;
+    int reorder;
+
+    scn_comm comms[SCN_MAX_COMMS];
+    int ncomms;
+
+    scn_op *ops[SCN_MAX_RANKS];
+    int nops[SCN_MAX_RANKS];
+    int capops[SCN_MAX_RANKS];
+
+    scn_slot *slots;
+    int nslots;
+    int capslots;
+
+    int nsyncs;
+    int nsends[SCN_MAX_RANKS];
+    int nslots_rank[SCN_MAX_RANKS];
+    int nincoming[SCN_MAX_RANKS];
+
+    unsigned char *payload; /* all send payloads, precomputed */
+    size_t payload_len;
+    size_t arena_len[SCN_MAX_RANKS]; /* receive arena per rank */
+    size_t attach_max[SCN_MAX_RANKS];
+};
+
+/* Byte i of the k-th send of rank s. */
+static inline unsigned char scn_pattern(int s, int k, uint64_t i)
+{
+    uint64_t x = ((uint64_t)(unsigned)s << 56) ^ ((uint64_t)(unsigned)k << 40) ^ i;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 29;
+    return (unsigned char)(x ^ (x >> 8));
+}
+
+/* Does the pattern (comm, src comm rank or ANY, tag or ANY) of receive-like
+ * slot `r` match the envelope of send slot `m`? */
+int scn_slot_matches(const scn *s, const scn_slot *r, const scn_slot *m);
+
+/* ------------------------------------------------------------------ */
+/* Run state                                                            */
+/* ------------------------------------------------------------------ */
+
+#define SCN_NEVER UINT64_MAX
+
+typedef struct slot_dyn {
+    quay_req *req;
+    quay_msg *msg;       /* MPROBE: the taken message until mrecv */
+    uint32_t id;
+    uint8_t posted;
+    uint8_t user_freed;  /* `free` op ran */
+    uint8_t done_at_free;/* quay_req_test said complete at `free` */
+    uint8_t released;    /* quay_req_free called after completion */
+    uint8_t have_status;
+    uint8_t cancel_called;
+    uint8_t probe_flag;  /* PROBE: found */
+    uint32_t completes;  /* COMPLETE actions seen */
+    uint64_t post_t;
+    uint64_t match_t;    /* RECV / MPROBE: time of the MATCH, or NEVER */
+    uint64_t cancel_t;
+    int match;           /* RECV / MPROBE / MRECV: index in run matches */
+    int got;             /* RECV / MPROBE / MRECV: send slot received */
+    int nrecv;           /* SEND: receives that got it */
+    int recv_by;         /* SEND: the (last) receive slot that got it */
+    quay_status st;
+} slot_dyn;
+
+typedef struct match_rec {
+    uint64_t t;
+    int rank;   /* receiver */
+    int slot;   /* RECV / MPROBE / MRECV slot */
+    int32_t peer;
+    uint32_t seq;
+    uint32_t ctx;
+    int32_t src;
+    int32_t tag;
+    int send;   /* resolved send slot, -1 */
+    int in_call;/* matched inside the receive's own call (unexpected) */
+} match_rec;
+
+typedef struct seq_ent {
+    uint32_t ctx;
+    uint32_t seq;
+    int slot;
+} seq_ent;
+
+typedef struct seq_list {
+    seq_ent *v;
+    int n;
+    int cap;
+} seq_list;
+
+typedef struct defer_ev {
+    quay_trace_event ev;
+    uint64_t t;
+} defer_ev;
+
+typedef struct rank_rt {
+    struct scn_runner *run;
+    int rank;
+    quay_engine *e;
+    quay_comm *comms[SCN_MAX_COMMS];
+    int pc;
+    int syncs;             /* barriers passed */
+    uint64_t blocked_epoch;/* PROBE / MPROBE / DETACH retry gate */
+    int in_call;
+    int replaying;         /* handling the events deferred during a call */
+    int improbe_slot;      /* MPROBE slot of the improbe in progress */
+    int call_slot;         /* SEND slot whose quay_isend is in progress */
+    defer_ev *defer;
+    int ndefer;
+    int capdefer;
+    unsigned char *arena;
+    unsigned char *attach_buf;
+    int attached;
+    uint32_t *idmap_key;   /* open addressing: req id -> slot + 1 */
+    int *idmap_val;
+    uint32_t idmap_cap;    /* power of two */
+} rank_rt;
+
+typedef struct chooser {
+    int script_mode;
+    uint64_t rng[4];
+    uint32_t wrank[SCN_MAX_RANKS];
+    uint32_t wpull, wdeliver, wopdone;
+    const uint32_t *script;
+    size_t nscript;
+    /* recording (exhaustive) */
+    uint32_t *taken;
+    uint32_t *width;
+    size_t depth;
+    size_t cap;
+} chooser;
+
+struct scn_runner {
+    const scn *s;
+    nicsim *sim;
+    rank_rt rk[SCN_MAX_RANKS];
+    slot_dyn *dyn;
+    match_rec *matches;
+    int nmatches;
+    int capmatches;
+    seq_list seqs[SCN_MAX_RANKS][SCN_MAX_RANKS]; /* [sender][receiver] */
+    uint64_t t;      /* event clock (orders everything) */
+    uint64_t step;   /* scheduler steps */
+    uint64_t seed;
+    FILE *trace;
+    int failed;
+    char err[1024];
+    chooser ch;
+    uint32_t *fail_script; /* exhaustive: the failing run's choices */
+    size_t fail_len;
+    int *rank_slots[SCN_MAX_RANKS]; /* slots owned by each rank */
+    int nrank_slots[SCN_MAX_RANKS];
+    int outstanding[SCN_MAX_RANKS]; /* requests posted, not freed, no
+                                       COMPLETE yet */
+    int complete_actions; /* QUAY_CFG_COMPLETE_ACTIONS in use */
+    uint64_t max_steps;
+    uint64_t deferred; /* EAGAIN answers in the last run */
+};
+
+/* Record the first failure of the current run (printf-style). */
+void scn_fail(scn_runner *run, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Short name of a QUAY_E* code ("ETRUNCATE", "0"). */
+const char *scn_errname(int code);
+
+/* End-of-run checks (b)..(e) on the recorded run; calls scn_fail. */
+void scn_check_run(scn_runner *run);
+
+/* scn_trace.c: bookkeeping of engine and simulator events */
+const char *scn_mode_name(int mode);
+void scn_fmt_rt(char *b, size_t n, int32_t v); /* rank/tag or any/null */
+void scn_idmap_put(rank_rt *rk, uint32_t id, int slot);
+void scn_call_begin(rank_rt *rk);   /* defer trace events ... */
+void scn_call_end(scn_runner *run, rank_rt *rk); /* ... and handle them */
+void scn_on_trace(void *ctx, const quay_trace_event *ev);
+void scn_on_complete(void *ctx, int32_t rank, quay_req *req, void *user);
+void scn_on_sim_event(void *ctx, const nicsim_event *ev);
+
+/* scn_ops.c: the ranks' programs */
+int scn_slot_finished(const scn_runner *run, int sl);
+int scn_rank_enabled(const scn_runner *run, int r);
+void scn_exec_op(scn_runner *run, int r);
+void scn_finalize(scn_runner *run, int sl); /* record status, free */
+
+#endif /* QUAY_SCN_INT_H */

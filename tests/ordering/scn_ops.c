@@ -1,0 +1,453 @@
+/*
+ * scn_ops.c — the ranks' programs: when a rank's next op is enabled, and
+ * executing it against the engine (posting, probing, cancelling, waiting,
+ * buffer attach/detach, barriers, communicator creation).
+ */
+#include "scn_int.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* Program steps                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Has request `sl` completed (COMPLETE action seen, or req_test)? */
+int scn_slot_finished(const scn_runner *run, int sl)
+{
+    const slot_dyn *d = &run->dyn[sl];
+    if (!d->posted || d->released || d->user_freed)
+        return 0;
+    if (run->complete_actions)
+        return d->completes > 0;
+    return quay_req_test(d->req, NULL) == 1;
+}
+
+static int sync_ready(const scn_runner *run, int k)
+{
+    const scn *s = run->s;
+    int q;
+    for (q = 0; q < s->nranks; q++) {
+        const rank_rt *o = &run->rk[q];
+        if (o->syncs > k)
+            continue;
+        if (o->syncs == k && o->pc < s->nops[q] &&
+            s->ops[q][o->pc].kind == SOP_SYNC)
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+static int waitall_ready(const scn_runner *run, int r)
+{
+    int i;
+    if (run->complete_actions)
+        return run->outstanding[r] == 0;
+    for (i = 0; i < run->nrank_slots[r]; i++) {
+        int sl = run->rank_slots[r][i];
+        const slot_dyn *d = &run->dyn[sl];
+        if (d->posted && !d->released && !d->user_freed &&
+            run->s->slots[sl].kind != SLOT_MPROBE &&
+            run->s->slots[sl].kind != SLOT_PROBE &&
+            quay_req_test(d->req, NULL) != 1)
+            return 0;
+    }
+    return 1;
+}
+
+int scn_rank_enabled(const scn_runner *run, int r)
+{
+    const scn *s = run->s;
+    const rank_rt *rk = &run->rk[r];
+    const scn_op *op;
+    if (rk->pc >= s->nops[r])
+        return 0;
+    op = &s->ops[r][rk->pc];
+    /* An attempt that failed for lack of progress (EAGAIN, nothing found)
+     * is repeated only once something happened at this engine. */
+    if (rk->blocked_epoch != SCN_NEVER &&
+        nicsim_epoch(run->sim, r) == rk->blocked_epoch)
+        return 0;
+    switch (op->kind) {
+    case SOP_WAIT:
+        return scn_slot_finished(run, op->slot);
+    case SOP_WAITALL:
+        return waitall_ready(run, r);
+    case SOP_SYNC:
+        return sync_ready(run, op->sync_idx);
+    default:
+        return 1;
+    }
+}
+
+/* Record the status of a completed request and release it. */
+void scn_finalize(scn_runner *run, int sl)
+{
+    const scn *s = run->s;
+    slot_dyn *d = &run->dyn[sl];
+    rank_rt *rk = &run->rk[s->slots[sl].rank];
+    int rc;
+    if (quay_req_test(d->req, &d->st) != 1) {
+        scn_fail(run,
+                 "rank %d: '%s' (line %d): COMPLETE seen but quay_req_test "
+                 "says incomplete",
+                 rk->rank, s->slots[sl].name, s->slots[sl].line);
+        return;
+    }
+    d->have_status = 1;
+    if (run->complete_actions && d->completes != 1) {
+        scn_fail(run, "rank %d: '%s' (line %d): %u COMPLETE actions", rk->rank,
+                 s->slots[sl].name, s->slots[sl].line, d->completes);
+        return;
+    }
+    rc = quay_req_free(rk->e, d->req);
+    if (rc != 0) {
+        scn_fail(run, "rank %d: quay_req_free('%s'): %s", rk->rank,
+                 s->slots[sl].name, scn_errname(rc));
+        return;
+    }
+    d->released = 1;
+    if (!run->complete_actions)
+        run->outstanding[rk->rank]--;
+    if (run->trace != NULL)
+        fprintf(run->trace,
+                "t=%" PRIu64 " rank %d: done '%s' req %u: src %d tag %d "
+                "count %" PRIu64 " err %s%s\n",
+                run->step, rk->rank, s->slots[sl].name, d->id, d->st.source,
+                d->st.tag, d->st.count, scn_errname(d->st.error),
+                d->st.cancelled ? " cancelled" : "");
+}
+
+static void check_call(scn_runner *run, int r, const scn_op *op,
+                       const char *what, int rc)
+{
+    if (rc == 0)
+        return;
+    scn_fail(run, "rank %d line %d: %s returned %s%s", r, op->line, what,
+             scn_errname(rc),
+             quay_err_is_fatal(rc) ? " (fatal)" : "");
+}
+
+static void trace_op(scn_runner *run, int r, const scn_op *op,
+                     const char *extra)
+{
+    const scn *s = run->s;
+    const scn_slot *x = op->slot >= 0 ? &s->slots[op->slot] : NULL;
+    char a[16], b[16];
+    FILE *f = run->trace;
+    if (f == NULL)
+        return;
+    fprintf(f, "t=%" PRIu64 " rank %d: L%d ", run->step, r, op->line);
+    switch (op->kind) {
+    case SOP_ISEND:
+        scn_fmt_rt(a, sizeof a, x->peer);
+        fprintf(f, "isend to=%s tag=%d size=%" PRIu64 " mode=%s comm=%u as %s",
+                a, x->tag, x->size, scn_mode_name(x->mode), s->comms[x->comm].ctx,
+                x->name);
+        break;
+    case SOP_IRECV:
+    case SOP_IPROBE:
+    case SOP_PROBE:
+    case SOP_MPROBE:
+        scn_fmt_rt(a, sizeof a, x->peer);
+        scn_fmt_rt(b, sizeof b, x->tag);
+        fprintf(f, "%s from=%s tag=%s",
+                op->kind == SOP_IRECV    ? "irecv"
+                : op->kind == SOP_IPROBE ? "iprobe"
+                : op->kind == SOP_PROBE  ? "probe"
+                                         : "mprobe",
+                a, b);
+        if (op->kind == SOP_IRECV)
+            fprintf(f, " cap=%" PRIu64, x->size);
+        fprintf(f, " comm=%u as %s", s->comms[x->comm].ctx, x->name);
+        break;
+    case SOP_MRECV:
+        fprintf(f, "mrecv %s cap=%" PRIu64 " as %s", s->slots[x->link].name,
+                x->size, x->name);
+        break;
+    case SOP_CANCEL:
+        fprintf(f, "cancel %s", x->name);
+        break;
+    case SOP_FREE:
+        fprintf(f, "free %s", x->name);
+        break;
+    case SOP_WAIT:
+        fprintf(f, "wait %s", x->name);
+        break;
+    case SOP_WAITALL:
+        fprintf(f, "waitall");
+        break;
+    case SOP_ATTACH:
+        fprintf(f, "attach size=%" PRIu64, op->size);
+        break;
+    case SOP_DETACH:
+        fprintf(f, "detach");
+        break;
+    case SOP_SYNC:
+        fprintf(f, "sync #%d", op->sync_idx);
+        break;
+    case SOP_COMM_CREATE:
+        fprintf(f, "comm_create %u", s->comms[op->sync_idx].ctx);
+        break;
+    default:
+        break;
+    }
+    fprintf(f, "%s\n", extra ? extra : "");
+}
+
+/* The call answered QUAY_EAGAIN (a bounded resource is exhausted, nothing
+ * was done): retry the op after progress at this engine. */
+static int retry_later(scn_runner *run, rank_rt *rk, const scn_op *op, int rc)
+{
+    if (rc != QUAY_EAGAIN)
+        return 0;
+    trace_op(run, rk->rank, op, " -> EAGAIN (retried after progress)");
+    scn_call_end(run, rk);
+    rk->blocked_epoch = nicsim_epoch(run->sim, rk->rank);
+    return 1;
+}
+
+/* A new request for slot `sl` came back from a call. */
+static void posted(scn_runner *run, rank_rt *rk, int sl, quay_req *req)
+{
+    slot_dyn *d = &run->dyn[sl];
+    d->req = req;
+    d->id = quay_req_id(req);
+    d->posted = 1;
+    quay_req_set_user(req, d);
+    scn_idmap_put(rk, d->id, sl);
+    run->outstanding[rk->rank]++;
+}
+
+void scn_exec_op(scn_runner *run, int r)
+{
+    const scn *s = run->s;
+    rank_rt *rk = &run->rk[r];
+    const scn_op *op = &s->ops[r][rk->pc];
+    const scn_slot *x = op->slot >= 0 ? &s->slots[op->slot] : NULL;
+    slot_dyn *d = op->slot >= 0 ? &run->dyn[op->slot] : NULL;
+    quay_req *req = NULL;
+    char extra[96];
+    int rc, i;
+
+    extra[0] = '\0';
+    switch (op->kind) {
+    case SOP_ISEND:
+        d->post_t = ++run->t;
+        scn_call_begin(rk);
+        if (x->mode == QUAY_SEND_BUFFERED)
+            rk->call_slot = op->slot;
+        rc = quay_isend(rk->e, rk->comms[x->comm], s->payload + x->off,
+                        (size_t)x->size, x->peer, x->tag,
+                        (quay_send_mode)x->mode, &req);
+        if (retry_later(run, rk, op, rc))
+            return;
+        if (rc == 0) {
+            posted(run, rk, op->slot, req);
+            snprintf(extra, sizeof extra, " -> req %u", d->id);
+        }
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, "quay_isend", rc);
+        scn_call_end(run, rk);
+        if (rc == 0 && x->mode == QUAY_SEND_BUFFERED &&
+            quay_req_test(req, NULL) != 1)
+            scn_fail(run,
+                     "rank %d line %d: buffered send not complete when "
+                     "quay_isend returned",
+                     r, op->line);
+        break;
+    case SOP_IRECV:
+        d->post_t = ++run->t;
+        scn_call_begin(rk);
+        rc = quay_irecv(rk->e, rk->comms[x->comm], rk->arena + x->off,
+                        (size_t)x->size, x->peer, x->tag, &req);
+        if (retry_later(run, rk, op, rc))
+            return;
+        if (rc == 0) {
+            posted(run, rk, op->slot, req);
+            snprintf(extra, sizeof extra, " -> req %u", d->id);
+        }
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, "quay_irecv", rc);
+        scn_call_end(run, rk);
+        break;
+    case SOP_IPROBE:
+    case SOP_PROBE: {
+        int flag = 0;
+        quay_status st;
+        memset(&st, 0, sizeof st);
+        d->post_t = ++run->t;
+        scn_call_begin(rk);
+        rc = quay_iprobe(rk->e, rk->comms[x->comm], x->peer, x->tag, &flag,
+                         &st);
+        if (flag)
+            snprintf(extra, sizeof extra,
+                     " -> found src %d tag %d count %" PRIu64, st.source,
+                     st.tag, st.count);
+        else
+            snprintf(extra, sizeof extra, " -> nothing");
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, "quay_iprobe", rc);
+        scn_call_end(run, rk);
+        if (flag) {
+            d->probe_flag = 1;
+            d->st = st;
+            d->have_status = 1;
+        } else if (op->kind == SOP_PROBE) {
+            rk->blocked_epoch = nicsim_epoch(run->sim, r);
+            return; /* retry once something happened at this engine */
+        }
+        break;
+    }
+    case SOP_MPROBE: {
+        quay_msg *msg = NULL;
+        quay_status st;
+        memset(&st, 0, sizeof st);
+        d->post_t = ++run->t;
+        rk->improbe_slot = op->slot;
+        scn_call_begin(rk);
+        rc = quay_improbe(rk->e, rk->comms[x->comm], x->peer, x->tag, &msg,
+                          &st);
+        if (retry_later(run, rk, op, rc)) {
+            rk->improbe_slot = -1;
+            return;
+        }
+        if (msg != NULL)
+            snprintf(extra, sizeof extra,
+                     " -> took src %d tag %d count %" PRIu64, st.source,
+                     st.tag, st.count);
+        else
+            snprintf(extra, sizeof extra, " -> nothing");
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, "quay_improbe", rc);
+        scn_call_end(run, rk);
+        rk->improbe_slot = -1;
+        if (msg == NULL) {
+            if (d->match >= 0)
+                scn_fail(run,
+                         "rank %d line %d: improbe found nothing but traced "
+                         "a MATCH",
+                         r, op->line);
+            rk->blocked_epoch = nicsim_epoch(run->sim, r);
+            return;
+        }
+        if (msg != QUAY_MSG_NO_PROC && d->match < 0)
+            scn_fail(run,
+                     "rank %d line %d: improbe took a message without a "
+                     "MATCH trace event",
+                     r, op->line);
+        d->msg = msg;
+        d->st = st;
+        d->have_status = 1;
+        d->posted = 1;
+        break;
+    }
+    case SOP_MRECV: {
+        slot_dyn *pd = &run->dyn[x->link];
+        d->post_t = ++run->t;
+        scn_call_begin(rk);
+        rc = quay_imrecv(rk->e, pd->msg, rk->arena + x->off, (size_t)x->size,
+                         &req);
+        if (retry_later(run, rk, op, rc))
+            return;
+        if (rc == 0) {
+            posted(run, rk, op->slot, req);
+            snprintf(extra, sizeof extra, " -> req %u", d->id);
+        }
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, "quay_imrecv", rc);
+        scn_call_end(run, rk);
+        pd->msg = NULL;
+        break;
+    }
+    case SOP_CANCEL:
+        trace_op(run, r, op, NULL);
+        scn_call_begin(rk);
+        rc = quay_cancel(rk->e, d->req);
+        if (retry_later(run, rk, op, rc))
+            return;
+        check_call(run, r, op, "quay_cancel", rc);
+        scn_call_end(run, rk);
+        d->cancel_called = 1;
+        d->cancel_t = ++run->t;
+        break;
+    case SOP_FREE:
+        trace_op(run, r, op, NULL);
+        d->done_at_free = (uint8_t)(quay_req_test(d->req, &d->st) == 1);
+        if (d->done_at_free)
+            d->have_status = 1;
+        scn_call_begin(rk);
+        rc = quay_req_free(rk->e, d->req);
+        check_call(run, r, op, "quay_req_free", rc);
+        scn_call_end(run, rk);
+        d->user_freed = 1;
+        if (run->complete_actions ? d->completes == 0 : 1)
+            run->outstanding[r]--;
+        d->req = NULL;
+        break;
+    case SOP_WAIT:
+        trace_op(run, r, op, NULL);
+        scn_finalize(run, op->slot);
+        break;
+    case SOP_WAITALL:
+        trace_op(run, r, op, NULL);
+        for (i = 0; i < run->nrank_slots[r]; i++) {
+            int sl = run->rank_slots[r][i];
+            int k = s->slots[sl].kind;
+            slot_dyn *e = &run->dyn[sl];
+            if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
+                e->posted && !e->released && !e->user_freed)
+                scn_finalize(run, sl);
+        }
+        break;
+    case SOP_ATTACH:
+        trace_op(run, r, op, NULL);
+        rc = quay_buffer_attach(rk->e, rk->attach_buf, (size_t)op->size);
+        check_call(run, r, op, "quay_buffer_attach", rc);
+        rk->attached = rc == 0;
+        break;
+    case SOP_DETACH: {
+        void *pb = NULL;
+        size_t plen = 0;
+        scn_call_begin(rk);
+        rc = quay_buffer_detach(rk->e, &pb, &plen);
+        trace_op(run, r, op, rc == QUAY_EBUSY ? " -> EBUSY" : NULL);
+        scn_call_end(run, rk);
+        if (rc == QUAY_EBUSY) {
+            rk->blocked_epoch = nicsim_epoch(run->sim, r);
+            return;
+        }
+        check_call(run, r, op, "quay_buffer_detach", rc);
+        if (rc == 0 && pb != (void *)rk->attach_buf)
+            scn_fail(run, "rank %d line %d: detach returned another buffer", r,
+                     op->line);
+        rk->attached = 0;
+        break;
+    }
+    case SOP_SYNC:
+        trace_op(run, r, op, NULL);
+        rk->syncs++;
+        break;
+    case SOP_COMM_CREATE: {
+        const scn_comm *cm = &s->comms[op->sync_idx];
+        scn_call_begin(rk);
+        rc = quay_comm_create(rk->e, cm->ctx, cm->n, cm->world,
+                              &rk->comms[op->sync_idx]);
+        if (retry_later(run, rk, op, rc))
+            return;
+        trace_op(run, r, op, NULL);
+        check_call(run, r, op, "quay_comm_create", rc);
+        scn_call_end(run, rk);
+        break;
+    }
+    default:
+        break;
+    }
+    rk->pc++;
+    rk->blocked_epoch = SCN_NEVER;
+    nicsim_touch(run->sim, r);
+}
+

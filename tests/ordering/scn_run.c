@@ -1,0 +1,600 @@
+/*
+ * scn_run.c — run a scenario on N engines over the adversarial nicsim.
+ *
+ * Each scheduler step picks one enabled choice: the next op of a rank whose
+ * program is not blocked, or one nicsim event (pull / deliver / op_done).
+ * With a seed the pick is weighted at random (weights drawn per seed so
+ * that runs range from "network first" to "programs first", and ranks are
+ * skewed against each other); with a script (exhaustive enumeration) the
+ * i-th step takes the script[i]-th choice of [enabled ranks][nicsim].
+ * Engine and simulator events are handled in scn_trace.c, the programs'
+ * ops in scn_ops.c, the checks in scn_check.c.
+ */
+#include "scn_int.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* PRNG (same generator as nicsim: xoshiro256** from splitmix64)        */
+/* ------------------------------------------------------------------ */
+
+static uint64_t sm64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl64(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t xnext(uint64_t s[4])
+{
+    uint64_t result = rotl64(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+static uint32_t xbelow(uint64_t s[4], uint32_t bound)
+{
+    return (uint32_t)(((xnext(s) >> 32) * (uint64_t)bound) >> 32);
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up and tear-down of one run                                      */
+/* ------------------------------------------------------------------ */
+
+static uint32_t at_least(uint32_t v, uint32_t min)
+{
+    return v < min ? min : v;
+}
+
+static void teardown(scn_runner *run)
+{
+    int r;
+    nicsim_free(run->sim);
+    run->sim = NULL;
+    for (r = 0; r < run->s->nranks; r++) {
+        quay_engine_free(run->rk[r].e);
+        run->rk[r].e = NULL;
+    }
+}
+
+static int setup(scn_runner *run, uint64_t seed, int auto_pull)
+{
+    const scn *s = run->s;
+    nicsim_config nc;
+    int r, c, i, rc;
+    uint32_t nsends = 0;
+
+    for (r = 0; r < s->nranks; r++)
+        nsends += (uint32_t)s->nsends[r];
+    run->failed = 0;
+    run->err[0] = '\0';
+    run->t = 0;
+    run->step = 0;
+    run->nmatches = 0;
+    run->deferred = 0;
+    run->seed = seed;
+    for (r = 0; r < s->nranks; r++)
+        for (c = 0; c < s->nranks; c++)
+            run->seqs[r][c].n = 0;
+    for (i = 0; i < s->nslots; i++) {
+        slot_dyn *d = &run->dyn[i];
+        memset(d, 0, sizeof *d);
+        d->match = -1;
+        d->got = -1;
+        d->recv_by = -1;
+        d->match_t = SCN_NEVER;
+        d->cancel_t = SCN_NEVER;
+    }
+
+    nicsim_config_default(&nc);
+    nc.nranks = s->nranks;
+    nc.seed = seed;
+    nc.reorder = (uint32_t)s->reorder;
+    nc.auto_pull = (uint32_t)auto_pull;
+    rc = nicsim_new(&nc, &run->sim);
+    if (rc != 0) {
+        scn_fail(run, "nicsim_new: %s", scn_errname(rc));
+        return -1;
+    }
+    nicsim_set_completion_cb(run->sim, scn_on_complete, run);
+    nicsim_set_event_cb(run->sim, scn_on_sim_event, run);
+
+    for (r = 0; r < s->nranks; r++) {
+        rank_rt *rk = &run->rk[r];
+        quay_config qc;
+        uint64_t x = seed ^ ((uint64_t)r << 48);
+        rk->pc = 0;
+        rk->syncs = 0;
+        rk->blocked_epoch = SCN_NEVER;
+        rk->in_call = 0;
+        rk->improbe_slot = -1;
+        rk->call_slot = -1;
+        rk->ndefer = 0;
+        rk->attached = 0;
+        run->outstanding[r] = 0;
+        for (i = 0; i < (int)rk->idmap_cap; i++)
+            rk->idmap_val[i] = -1;
+        if (s->arena_len[r] > 0)
+            memset(rk->arena, SCN_FILL, s->arena_len[r]);
+        memset(rk->comms, 0, sizeof rk->comms);
+
+        quay_config_default(&qc);
+        qc.flags = s->flags;
+        qc.rank = r;
+        qc.nranks = s->nranks;
+        qc.seed = sm64(&x);
+        qc.eager_max = s->eager_max;
+        qc.frag_size = s->frag_size;
+        qc.pipeline_depth = s->depth;
+        qc.max_requests =
+            s->max_requests ? s->max_requests
+                            : at_least(4u * (uint32_t)s->nslots_rank[r] + 16, 64);
+        qc.max_unexpected = s->max_unexpected
+                                ? s->max_unexpected
+                                : at_least(4u * nsends + 16, 64);
+        if (s->unexpected_bytes)
+            qc.unexpected_bytes_max = s->unexpected_bytes;
+        if (s->reorder_window)
+            qc.reorder_window = s->reorder_window;
+        qc.max_out = s->max_out ? s->max_out : 256;
+        qc.max_ctrl = s->max_ctrl ? s->max_ctrl : 256;
+        qc.max_comms = (uint32_t)s->ncomms + 4;
+        rc = quay_engine_new(&qc, &rk->e);
+        if (rc != 0) {
+            scn_fail(run, "rank %d: quay_engine_new: %s", r, scn_errname(rc));
+            return -1;
+        }
+        quay_set_trace(rk->e, scn_on_trace, rk);
+        for (c = 0; c < s->ncomms; c++) {
+            const scn_comm *cm = &s->comms[c];
+            if (cm->crank[r] < 0 || (cm->lazy >> r & 1u))
+                continue;
+            rc = quay_comm_create(rk->e, cm->ctx, cm->n,
+                                  c == 0 ? NULL : cm->world, &rk->comms[c]);
+            if (rc != 0) {
+                scn_fail(run, "rank %d: quay_comm_create(ctx %u): %s", r,
+                         cm->ctx, scn_errname(rc));
+                return -1;
+            }
+        }
+        rc = nicsim_attach(run->sim, r, rk->e);
+        if (rc != 0) {
+            scn_fail(run, "nicsim_attach(%d): %s", r, scn_errname(rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Choosing                                                             */
+/* ------------------------------------------------------------------ */
+
+static void chooser_seed(chooser *ch, uint64_t seed, int nranks)
+{
+    uint64_t x = seed;
+    int i;
+    ch->script_mode = 0;
+    for (i = 0; i < 4; i++)
+        ch->rng[i] = sm64(&x);
+    /* Weights 1..32 per rank and per nicsim event group: some runs move
+     * the network first, some the programs, some one rank far ahead. */
+    for (i = 0; i < nranks; i++)
+        ch->wrank[i] = 1u << xbelow(ch->rng, 6);
+    ch->wpull = 1u << xbelow(ch->rng, 6);
+    ch->wdeliver = 1u << xbelow(ch->rng, 6);
+    ch->wopdone = 1u << xbelow(ch->rng, 6);
+    ch->depth = 0;
+}
+
+static int chooser_record(chooser *ch, uint32_t taken, uint32_t width)
+{
+    if (ch->depth == ch->cap) {
+        size_t ncap = ch->cap ? ch->cap * 2 : 256;
+        uint32_t *a = realloc(ch->taken, ncap * sizeof *a);
+        uint32_t *b;
+        if (a == NULL)
+            return -1;
+        ch->taken = a;
+        b = realloc(ch->width, ncap * sizeof *b);
+        if (b == NULL)
+            return -1;
+        ch->width = b;
+        ch->cap = ncap;
+    }
+    ch->taken[ch->depth] = taken;
+    ch->width[ch->depth] = width;
+    ch->depth++;
+    return 0;
+}
+
+/* Index in [0, nprog + npull + ndel + nopd). */
+static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
+                      uint32_t npull, uint32_t ndel, uint32_t nopd)
+{
+    chooser *ch = &run->ch;
+    uint32_t width = nprog + npull + ndel + nopd;
+    uint64_t total = 0, x;
+    uint32_t i;
+    if (ch->script_mode) {
+        uint32_t c = ch->depth < ch->nscript ? ch->script[ch->depth] : 0;
+        if (c >= width) {
+            scn_fail(run, "choice script diverged at step %zu (%u >= %u)",
+                     ch->depth, c, width);
+            return -1;
+        }
+        if (chooser_record(ch, c, width) != 0) {
+            scn_fail(run, "out of memory");
+            return -1;
+        }
+        return c;
+    }
+    for (i = 0; i < nprog; i++)
+        total += ch->wrank[ranks[i]];
+    if (npull)
+        total += ch->wpull;
+    if (ndel)
+        total += ch->wdeliver;
+    if (nopd)
+        total += ch->wopdone;
+    x = xbelow(ch->rng, (uint32_t)total);
+    for (i = 0; i < nprog; i++) {
+        if (x < ch->wrank[ranks[i]])
+            return i;
+        x -= ch->wrank[ranks[i]];
+    }
+    if (npull) {
+        if (x < ch->wpull)
+            return nprog + xbelow(ch->rng, npull);
+        x -= ch->wpull;
+    }
+    if (ndel) {
+        if (x < ch->wdeliver)
+            return nprog + npull + xbelow(ch->rng, ndel);
+    }
+    return nprog + npull + ndel + xbelow(ch->rng, nopd);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run                                                              */
+/* ------------------------------------------------------------------ */
+
+static void deadlock(scn_runner *run, const char *why)
+{
+    const scn *s = run->s;
+    char buf[1024];
+    size_t n = 0;
+    int r, i;
+    nicsim_stats st;
+    nicsim_get_stats(run->sim, &st);
+    n += (size_t)snprintf(buf + n, sizeof buf - n,
+                          "%s (%" PRIu64 " packets in flight, %" PRIu64
+                          " op_done pending)",
+                          why, st.inflight, st.pending_op_done);
+    for (r = 0; r < s->nranks && n < sizeof buf; r++) {
+        const rank_rt *rk = &run->rk[r];
+        quay_stats qs;
+        if (rk->pc < s->nops[r])
+            n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                  "; rank %d blocked at line %d", r,
+                                  s->ops[r][rk->pc].line);
+        quay_engine_stats(rk->e, &qs);
+        if (qs.umsgs_in_use != 0 && n < sizeof buf)
+            n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                  "; rank %d holds %u unmatched message(s)",
+                                  r, qs.umsgs_in_use);
+    }
+    for (i = 0; i < s->nslots && n < sizeof buf; i++) {
+        const slot_dyn *d = &run->dyn[i];
+        int k = s->slots[i].kind;
+        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
+            d->posted && !d->released && !d->user_freed && d->completes == 0)
+            n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                  "; rank %d '%s' (line %d) incomplete%s",
+                                  s->slots[i].rank, s->slots[i].name,
+                                  s->slots[i].line,
+                                  quay_req_test(d->req, NULL) == 1
+                                      ? " (but quay_req_test says complete)"
+                                      : "");
+    }
+    scn_fail(run, "%s", buf);
+}
+
+/* Everything ran and the network is quiet: finish and check. */
+static void end_of_run(scn_runner *run)
+{
+    const scn *s = run->s;
+    int r, i, c, rc;
+    for (i = 0; i < s->nslots; i++) {
+        const slot_dyn *d = &run->dyn[i];
+        int k = s->slots[i].kind;
+        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
+            d->posted && !d->released && !d->user_freed &&
+            !scn_slot_finished(run, i)) {
+            deadlock(run, "deadlock at the end");
+            return;
+        }
+    }
+    for (i = 0; i < s->nslots && !run->failed; i++) {
+        const slot_dyn *d = &run->dyn[i];
+        int k = s->slots[i].kind;
+        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
+            d->posted && !d->released && !d->user_freed)
+            scn_finalize(run, i);
+    }
+    for (r = 0; r < s->nranks && !run->failed; r++) {
+        rank_rt *rk = &run->rk[r];
+        quay_stats st;
+        if (rk->attached) {
+            void *pb;
+            size_t pl;
+            rc = quay_buffer_detach(rk->e, &pb, &pl);
+            if (rc != 0)
+                scn_fail(run, "rank %d: final detach: %s", r, scn_errname(rc));
+            rk->attached = 0;
+        }
+        quay_engine_stats(rk->e, &st);
+        if (st.reqs_in_use != 0 || st.umsgs_in_use != 0 ||
+            st.outs_in_use != 0 || st.held_out_of_order != 0 ||
+            st.bytes_unexpected != 0 || st.pkts_rejected != 0)
+            scn_fail(run,
+                     "rank %d: engine not clean at the end: reqs_in_use %u "
+                     "umsgs_in_use %u outs_in_use %u held_out_of_order %u "
+                     "bytes_unexpected %" PRIu64 " pkts_rejected %" PRIu64,
+                     r, st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
+                     st.held_out_of_order, st.bytes_unexpected,
+                     st.pkts_rejected);
+        for (c = s->ncomms - 1; c >= 0 && !run->failed; c--) {
+            if (rk->comms[c] == NULL)
+                continue;
+            rc = quay_comm_free(rk->e, rk->comms[c]);
+            if (rc != 0)
+                scn_fail(run, "rank %d: quay_comm_free(ctx %u): %s", r,
+                         s->comms[c].ctx, scn_errname(rc));
+            rk->comms[c] = NULL;
+        }
+    }
+    if (!run->failed) {
+        nicsim_stats ns;
+        nicsim_get_stats(run->sim, &ns);
+        if (ns.rejects || ns.errors || ns.fatal)
+            scn_fail(run,
+                     "nicsim: %" PRIu64 " rejects, %" PRIu64
+                     " errors, %" PRIu64 " fatal",
+                     ns.rejects, ns.errors, ns.fatal);
+    }
+    if (!run->failed)
+        scn_check_run(run);
+}
+
+static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
+{
+    const scn *s = run->s;
+    int ranks[SCN_MAX_RANKS];
+    if (setup(run, seed, auto_pull) != 0) {
+        teardown(run);
+        return -1;
+    }
+    while (!run->failed) {
+        uint32_t nprog = 0, npull, ndel, nopd;
+        int r, all_done = 1;
+        int64_t c;
+        for (r = 0; r < s->nranks; r++) {
+            if (run->rk[r].pc < s->nops[r]) {
+                all_done = 0;
+                if (scn_rank_enabled(run, r))
+                    ranks[nprog++] = r;
+            }
+        }
+        nicsim_enabled_detail(run->sim, &npull, &ndel, &nopd);
+        if (all_done && npull + ndel + nopd == 0) {
+            if (!nicsim_idle(run->sim))
+                deadlock(run, "deadlock: packets in flight are all deferred");
+            else
+                end_of_run(run);
+            break;
+        }
+        if (nprog + npull + ndel + nopd == 0) {
+            deadlock(run, "deadlock");
+            break;
+        }
+        if (run->step >= run->max_steps) {
+            deadlock(run, "livelock: step limit reached");
+            break;
+        }
+        c = choose(run, ranks, nprog, npull, ndel, nopd);
+        if (c < 0)
+            break;
+        run->step++;
+        if (c < (int64_t)nprog) {
+            scn_exec_op(run, ranks[c]);
+        } else {
+            int rc = nicsim_step_choose(run->sim, (uint32_t)(c - nprog));
+            if (rc < 0)
+                scn_fail(run, "engine returned %s (fatal)", scn_errname(rc));
+        }
+    }
+    teardown(run);
+    return run->failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public entry points                                                  */
+/* ------------------------------------------------------------------ */
+
+int scn_runner_new(const scn *s, scn_runner **pr)
+{
+    scn_runner *run;
+    int r, i;
+    *pr = NULL;
+    run = calloc(1, sizeof *run);
+    if (run == NULL)
+        return -1;
+    run->s = s;
+    run->complete_actions = (s->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
+    run->max_steps = 200000 + 2000 * (uint64_t)s->nslots;
+    for (i = 0; i < s->nslots; i++)
+        run->max_steps += 4 * (s->slots[i].size / (s->frag_size ? s->frag_size : 1));
+    run->dyn = calloc((size_t)s->nslots + 1, sizeof *run->dyn);
+    if (run->dyn == NULL)
+        goto fail;
+    for (r = 0; r < s->nranks; r++) {
+        rank_rt *rk = &run->rk[r];
+        uint32_t cap = 16;
+        rk->run = run;
+        rk->rank = r;
+        rk->arena = malloc(s->arena_len[r] ? s->arena_len[r] : 1);
+        rk->attach_buf = malloc(s->attach_max[r] ? s->attach_max[r] : 1);
+        while (cap < 4u * (uint32_t)s->nslots_rank[r] + 4)
+            cap *= 2;
+        rk->idmap_cap = cap;
+        rk->idmap_key = calloc(cap, sizeof *rk->idmap_key);
+        rk->idmap_val = calloc(cap, sizeof *rk->idmap_val);
+        run->rank_slots[r] =
+            calloc((size_t)s->nslots_rank[r] + 1, sizeof *run->rank_slots[r]);
+        if (rk->arena == NULL || rk->attach_buf == NULL ||
+            rk->idmap_key == NULL || rk->idmap_val == NULL ||
+            run->rank_slots[r] == NULL)
+            goto fail;
+    }
+    for (i = 0; i < s->nslots; i++) {
+        r = s->slots[i].rank;
+        run->rank_slots[r][run->nrank_slots[r]++] = i;
+    }
+    *pr = run;
+    return 0;
+fail:
+    scn_runner_free(run);
+    return -1;
+}
+
+void scn_runner_free(scn_runner *run)
+{
+    int r, c;
+    if (run == NULL)
+        return;
+    teardown(run);
+    for (r = 0; r < SCN_MAX_RANKS; r++) {
+        rank_rt *rk = &run->rk[r];
+        free(rk->arena);
+        free(rk->attach_buf);
+        free(rk->idmap_key);
+        free(rk->idmap_val);
+        free(rk->defer);
+        free(run->rank_slots[r]);
+        for (c = 0; c < SCN_MAX_RANKS; c++)
+            free(run->seqs[r][c].v);
+    }
+    free(run->dyn);
+    free(run->matches);
+    free(run->ch.taken);
+    free(run->ch.width);
+    free(run->fail_script);
+    free(run);
+}
+
+int scn_run_seed(scn_runner *run, uint64_t seed, const scn_opts *o)
+{
+    run->trace = o != NULL ? o->trace : NULL;
+    if (o != NULL && o->max_steps != 0)
+        run->max_steps = o->max_steps;
+    chooser_seed(&run->ch, seed, run->s->nranks);
+    if (run->trace != NULL)
+        fprintf(run->trace, "# scenario %s seed %" PRIu64 "\n", run->s->name,
+                seed);
+    return run_once(run, seed, 0);
+}
+
+int scn_run_script(scn_runner *run, const uint32_t *script, size_t n,
+                   const scn_opts *o)
+{
+    run->trace = o != NULL ? o->trace : NULL;
+    if (o != NULL && o->max_steps != 0)
+        run->max_steps = o->max_steps;
+    run->ch.script_mode = 1;
+    run->ch.script = script;
+    run->ch.nscript = n;
+    run->ch.depth = 0;
+    if (run->trace != NULL)
+        fprintf(run->trace, "# scenario %s, choice script of %zu steps\n",
+                run->s->name, n);
+    return run_once(run, 0, 1);
+}
+
+int scn_run_exhaustive(scn_runner *run, uint64_t max_runs, scn_exh *ex)
+{
+    uint32_t *script = NULL;
+    size_t nscript = 0, capscript = 0;
+    int rc = 0;
+    memset(ex, 0, sizeof *ex);
+    run->trace = NULL;
+    for (;;) {
+        size_t i;
+        rc = scn_run_script(run, script, nscript, NULL);
+        ex->runs++;
+        if (run->ch.depth > ex->max_depth)
+            ex->max_depth = run->ch.depth;
+        if (rc != 0) {
+            free(run->fail_script);
+            run->fail_script = malloc((run->ch.depth + 1) * sizeof(uint32_t));
+            if (run->fail_script != NULL) {
+                memcpy(run->fail_script, run->ch.taken,
+                       run->ch.depth * sizeof(uint32_t));
+                run->fail_len = run->ch.depth;
+            }
+            ex->fail_script = run->fail_script;
+            ex->fail_len = run->fail_len;
+            break;
+        }
+        /* backtrack to the deepest step with an untried choice */
+        i = run->ch.depth;
+        while (i > 0 && run->ch.taken[i - 1] + 1 >= run->ch.width[i - 1])
+            i--;
+        if (i == 0) {
+            ex->complete = 1;
+            break;
+        }
+        if (ex->runs >= max_runs)
+            break;
+        if (i > capscript) {
+            uint32_t *ns = realloc(script, i * 2 * sizeof *ns);
+            if (ns == NULL) {
+                rc = -1;
+                break;
+            }
+            script = ns;
+            capscript = i * 2;
+        }
+        memcpy(script, run->ch.taken, i * sizeof *script);
+        script[i - 1]++;
+        nscript = i;
+    }
+    free(script);
+    return rc;
+}
+
+const char *scn_runner_error(const scn_runner *run)
+{
+    return run->err;
+}
+
+uint64_t scn_runner_steps(const scn_runner *run)
+{
+    return run->step;
+}
+

@@ -1,0 +1,198 @@
+/*
+ * test_ordering — CTest driver for ordering scenarios (TAP output).
+ *
+ *   test_ordering [--seeds N] [--seed S] file.scn ...
+ *       run seeds S .. S+N-1 (default S = 1, N = 10000; the environment
+ *       variable QUAY_SEEDS, when set, replaces N)
+ *   test_ordering --exhaustive [--max-runs N] file.scn ...
+ *       enumerate every interleaving (bounded by N runs, default 2000000)
+ *
+ * On the first failure it prints the scenario, the seed (or the choice
+ * script) and the trace of that run, as TAP comments, and stops.
+ */
+#include "scn.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
+            "[--max-runs N] file.scn ...\n");
+}
+
+static int parse_num(const char *v, uint64_t *out)
+{
+    char *end;
+    unsigned long long x;
+    if (v == NULL || *v == '\0' || *v == '-')
+        return -1;
+    x = strtoull(v, &end, 0);
+    if (*end != '\0')
+        return -1;
+    *out = (uint64_t)x;
+    return 0;
+}
+
+/* Copy a temporary trace file to stdout as TAP comments. */
+static void dump_comment(FILE *tmp)
+{
+    char line[1024];
+    rewind(tmp);
+    while (fgets(line, sizeof line, tmp) != NULL) {
+        size_t l = strlen(line);
+        printf("# %s%s", line, (l > 0 && line[l - 1] == '\n') ? "" : "\n");
+    }
+}
+
+static void replay_failure(scn_runner *r, int exhaustive, uint64_t seed,
+                           const uint32_t *script, size_t nscript)
+{
+    FILE *tmp = tmpfile();
+    scn_opts o;
+    memset(&o, 0, sizeof o);
+    if (tmp == NULL) {
+        printf("# (cannot open a temporary file for the trace)\n");
+        return;
+    }
+    o.trace = tmp;
+    if (exhaustive)
+        scn_run_script(r, script, nscript, &o);
+    else
+        scn_run_seed(r, seed, &o);
+    fflush(tmp);
+    dump_comment(tmp);
+    fclose(tmp);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seeds = 10000, seed0 = 1, max_runs = 2000000;
+    int exhaustive = 0, i, nfiles = 0, tn = 0, failed = 0;
+    const char *env = getenv("QUAY_SEEDS");
+    const char *files[256];
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
+            if (parse_num(argv[++i], &seeds) != 0)
+                return usage(), 2;
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            if (parse_num(argv[++i], &seed0) != 0)
+                return usage(), 2;
+        } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
+            if (parse_num(argv[++i], &max_runs) != 0)
+                return usage(), 2;
+        } else if (strcmp(argv[i], "--exhaustive") == 0) {
+            exhaustive = 1;
+        } else if (argv[i][0] == '-') {
+            usage();
+            return 2;
+        } else if (nfiles < 256) {
+            files[nfiles++] = argv[i];
+        }
+    }
+    if (nfiles == 0) {
+        usage();
+        return 2;
+    }
+    if (env != NULL && *env != '\0') {
+        uint64_t v;
+        if (parse_num(env, &v) == 0 && v > 0)
+            seeds = v;
+    }
+
+    printf("1..%d\n", nfiles);
+    for (i = 0; i < nfiles && !failed; i++) {
+        char err[512];
+        scn *s = NULL;
+        scn_runner *r = NULL;
+        clock_t c0 = clock();
+        double secs;
+        tn++;
+        if (scn_parse_file(files[i], &s, err, sizeof err) != 0) {
+            printf("not ok %d - %s: %s\n", tn, files[i], err);
+            failed = 1;
+            break;
+        }
+        if (scn_runner_new(s, &r) != 0) {
+            printf("not ok %d - %s: out of memory\n", tn, scn_name(s));
+            scn_free(s);
+            failed = 1;
+            break;
+        }
+        if (exhaustive) {
+            scn_exh ex;
+            int rc = scn_run_exhaustive(r, max_runs, &ex);
+            secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+            if (rc == 0) {
+                printf("ok %d - %s: %" PRIu64 " interleavings%s, depth <= "
+                       "%zu (%.2fs)\n",
+                       tn, scn_name(s), ex.runs,
+                       ex.complete ? " (all)" : " (bounded, not all)",
+                       ex.max_depth, secs);
+            } else {
+                size_t k;
+                printf("not ok %d - %s: interleaving %" PRIu64 " failed: %s\n",
+                       tn, scn_name(s), ex.runs, scn_runner_error(r));
+                printf("# choice script:");
+                for (k = 0; k < ex.fail_len; k++)
+                    printf(" %u", ex.fail_script[k]);
+                printf("\n# trace of that run:\n");
+                replay_failure(r, 1, 0, ex.fail_script, ex.fail_len);
+                failed = 1;
+            }
+        } else {
+            uint64_t k, steps = 0;
+            /* runs in which each outcome occurred at least once */
+            uint64_t n_unexp = 0, n_posted = 0, n_scancel = 0, n_slost = 0;
+            uint64_t n_rcancel = 0, n_np = 0, n_trunc = 0, n_defer = 0;
+            int rc = 0;
+            for (k = 0; k < seeds; k++) {
+                scn_outcomes oc;
+                rc = scn_run_seed(r, seed0 + k, NULL);
+                steps += scn_runner_steps(r);
+                if (rc != 0)
+                    break;
+                scn_runner_outcomes(r, &oc);
+                n_unexp += oc.matched_unexpected != 0;
+                n_posted += oc.matched_posted != 0;
+                n_scancel += oc.sends_cancelled != 0;
+                n_slost += oc.sends_cancel_lost != 0;
+                n_rcancel += oc.recvs_cancelled != 0;
+                n_np += oc.notposted != 0;
+                n_trunc += oc.truncated != 0;
+                n_defer += oc.deferred != 0;
+            }
+            if (rc == 0)
+                printf("# runs with: unexpected-match %" PRIu64
+                       ", posted-match %" PRIu64 ", send-cancel won %" PRIu64
+                       " / lost %" PRIu64 ", recv cancelled %" PRIu64
+                       ", ENOTPOSTED %" PRIu64 ", ETRUNCATE %" PRIu64
+                       ", EAGAIN deferral %" PRIu64 "\n",
+                       n_unexp, n_posted, n_scancel, n_slost, n_rcancel, n_np,
+                       n_trunc, n_defer);
+            secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
+            if (rc == 0) {
+                printf("ok %d - %s: %" PRIu64 " seeds, %" PRIu64
+                       " steps (%.2fs)\n",
+                       tn, scn_name(s), seeds, steps, secs);
+            } else {
+                printf("not ok %d - %s: seed %" PRIu64 ": %s\n", tn,
+                       scn_name(s), seed0 + k, scn_runner_error(r));
+                printf("# reproduce: quay-sim --seed %" PRIu64
+                       " --trace %s\n# trace of that run:\n",
+                       seed0 + k, files[i]);
+                replay_failure(r, 0, seed0 + k, NULL, 0);
+                failed = 1;
+            }
+        }
+        fflush(stdout);
+        scn_runner_free(r);
+        scn_free(s);
+    }
+    return failed ? 1 : 0;
+}
