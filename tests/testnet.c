@@ -109,6 +109,27 @@ int tn_deliver(testnet *t, int i)
     return rc;
 }
 
+void tn_drop(testnet *t, int i)
+{
+    tn_pkt p = t->q[i];
+    memmove(&t->q[i], &t->q[i + 1], (size_t)(t->nq - i - 1) * sizeof t->q[0]);
+    t->nq--;
+    if (!p.done)
+        quay_on_op_done(t->e[p.from], p.token, 0);
+    free(p.bytes);
+}
+
+void tn_dup(testnet *t, int i)
+{
+    if (t->nq == TN_MAX_PKTS)
+        abort();
+    tn_pkt *c = &t->q[t->nq++];
+    *c = t->q[i];
+    c->bytes = malloc(c->len ? c->len : 1);
+    memcpy(c->bytes, t->q[i].bytes, c->len);
+    c->done = 1; /* one transmission, one op_done */
+}
+
 void tn_done_all(testnet *t)
 {
     for (int i = 0; i < t->nq; i++) {

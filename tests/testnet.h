@@ -46,6 +46,10 @@ int tn_pull(testnet *t, int r);
 int tn_pull_all(testnet *t);
 /** Deliver in-flight packet i (removing it); returns quay_on_packet's rc. */
 int tn_deliver(testnet *t, int i);
+/** Lose in-flight packet i (the wire took it: op_done was or will be given). */
+void tn_drop(testnet *t, int i);
+/** Queue a copy of in-flight packet i (a duplicate on the wire). */
+void tn_dup(testnet *t, int i);
 /** Give op_done for every pulled SEND that has not had it. */
 void tn_done_all(testnet *t);
 /** Pull and deliver in FIFO order until nothing moves; returns steps. */

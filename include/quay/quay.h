@@ -219,7 +219,30 @@ typedef struct quay_config {
     uint32_t transport_caps;
     /** Allocator; all-NULL (default) means libc malloc/free. */
     quay_allocator alloc;
+    /** Flow control and reliability (QUAY_FLOW_*). Default QUAY_FLOW_NONE:
+     *  the transport is trusted to deliver every packet once. */
+    uint32_t flow;
+    /** QUAY_FLOW_ACKNACK: unacknowledged packets in flight per peer (the
+     *  sender's retransmission store). Default 256. */
+    uint32_t flow_window;
+    /** First retransmission timeout, ns; doubles per expiry up to
+     *  rto_max_ns and resets on progress. Defaults 1 ms and 1 s. */
+    uint64_t rto_init_ns;
+    uint64_t rto_max_ns;
+    /** Consecutive timeouts without progress before the peer is declared
+     *  failed (its requests complete with QUAY_EPEER). Default 10. */
+    uint32_t retry_limit;
 } quay_config;
+
+/** Flow-control policies (quay_config.flow), docs/flowctl.md. */
+enum {
+    /** None: the transport is reliable and delivers each packet once. */
+    QUAY_FLOW_NONE = 0,
+    /** Modified ACK/NACK [PM §3.3] with retransmission timers, duplicate
+     *  suppression, CRC32C per packet and peer-failure detection. Every
+     *  packet to another rank carries a 20-byte channel frame. */
+    QUAY_FLOW_ACKNACK = 1,
+};
 
 /** Transport capabilities (quay_config.transport_caps). */
 enum {
@@ -230,8 +253,8 @@ enum {
     QUAY_CAP_RDMA_PUT = 1u << 2,
 };
 
-/** Size of the largest engine header on a packet; max_packet must leave
- *  room for it. */
+/** Size of the largest header (channel frame + engine header) on a
+ *  packet; max_packet must leave room for it. */
 #define QUAY_MAX_HEADER 64
 
 /** Fill `cfg` with defaults (documented per field) and stamp the version. */
@@ -558,6 +581,14 @@ typedef struct quay_stats {
     uint32_t held_out_of_order;/**< packets held waiting for their turn */
     uint32_t comms_in_use;
     uint32_t ctrl_queued;
+    /* flow control (QUAY_FLOW_ACKNACK) */
+    uint64_t retransmits;      /**< packets sent again (timeout or NACK) */
+    uint64_t dups_dropped;     /**< duplicates suppressed */
+    uint64_t out_of_order_dropped; /**< discarded: ahead of their turn */
+    uint64_t nacks_sent;       /**< packets refused for lack of buffers */
+    uint64_t acks_only;        /**< ACK-only packets emitted */
+    uint64_t bad_checksum;     /**< packets dropped for a CRC mismatch */
+    uint32_t peers_failed;
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

@@ -25,6 +25,11 @@ void quay_config_default(quay_config *cfg)
     cfg->max_comms = 64;
     cfg->reorder_window = 256;
     cfg->transport_caps = 0;
+    cfg->flow = QUAY_FLOW_NONE;
+    cfg->flow_window = 256;
+    cfg->rto_init_ns = 1000000;
+    cfg->rto_max_ns = 1000000000;
+    cfg->retry_limit = 10;
 }
 
 int config_check(quay_config *c)
@@ -60,6 +65,12 @@ int config_check(quay_config *c)
     if (c->reorder_window == 0 || c->reorder_window > (1u << 30))
         return QUAY_EINVAL;
     if ((c->alloc.alloc == NULL) != (c->alloc.release == NULL))
+        return QUAY_EINVAL;
+    if (c->flow > QUAY_FLOW_ACKNACK)
+        return QUAY_EINVAL;
+    if (c->flow != QUAY_FLOW_NONE &&
+        (c->flow_window == 0 || c->flow_window > (1u << 30) ||
+         c->rto_init_ns == 0 || c->rto_max_ns < c->rto_init_ns))
         return QUAY_EINVAL;
     return 0;
 }

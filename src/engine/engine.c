@@ -6,6 +6,7 @@
  * ranks, state). A rejected packet never changes engine state.
  */
 #include "engine/internal.h"
+#include "flowctl/chan.h"
 
 #include <stdlib.h>
 
@@ -105,11 +106,14 @@ int quay_engine_new(const quay_config *cfg, quay_engine **pe)
     e->a = a;
     e->rank = c.rank;
     e->nranks = c.nranks;
+    e->flow = (int)c.flow;
     ql_init(&e->txq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
 
     rc = engine_pools(e);
+    if (rc == 0)
+        chan_init(e);
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
@@ -197,9 +201,14 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
         return e->fatal;
     if (peer < 0 || peer >= e->nranks)
         return QUAY_EINVAL;
-    int rc = eager_fast_arrival(e, peer, bytes, len);
-    if (rc == EAGER_NOT_FAST)
-        rc = engine_recv(e, peer, bytes, len, NULL);
+    int rc;
+    if (e->flow) {
+        rc = chan_on_packet(e, peer, bytes, len);
+    } else {
+        rc = eager_fast_arrival(e, peer, bytes, len);
+        if (rc == EAGER_NOT_FAST)
+            rc = engine_recv(e, peer, bytes, len, NULL);
+    }
     if (rc == 0) {
         e->st.pkts_in++;
         if (e->trace_fn)
@@ -226,14 +235,17 @@ int quay_on_time(quay_engine *e, uint64_t now_ns)
         return e->fatal;
     if (now_ns > e->now)
         e->now = now_ns;
-    /* The core protocols keep no timers; flow control adds its own. */
-    return 0;
+    /* The core protocols keep no timers; flow control has retransmission. */
+    if (e->flow)
+        chan_on_time(e);
+    return e->fatal;
 }
 
 uint64_t quay_next_deadline(const quay_engine *e)
 {
-    QUAY_UNUSED(e);
-    return QUAY_TIME_NONE;
+    if (e == NULL || !e->flow || e->fatal)
+        return QUAY_TIME_NONE;
+    return chan_deadline(e);
 }
 
 /* ---- introspection ----------------------------------------------------------- */

@@ -29,6 +29,11 @@
 
 #include "engine/list.h"
 #include "engine/wire.h"
+#include "flowctl/ackn.h"
+
+/* Bytes reserved in front of every engine header for the flow-control
+ * channel frame (used only under QUAY_FLOW_ACKNACK). */
+#define CHAN_FRAME_LEN 20
 
 #define QUAY_UNUSED(x) ((void)(x))
 
@@ -157,10 +162,19 @@ typedef struct qout {
     quay_req *req;    /* owner, or NULL for a control reply */
     const void *payload;
     size_t payload_len;
-    struct qout *next; /* free list / loopback queue */
+    struct qout *next; /* free list / loopback queue / channel lists */
     uint32_t seq;     /* for tracing */
-    uint8_t hdr[QUAY_MAX_HEADER];
+    /* flow control: the channel keeps the packet until it is acknowledged */
+    uint32_t chan_seq;
+    uint16_t refs;    /* transmissions the adapter has not op_done'd */
+    uint8_t framed;   /* hdr[0..CHAN_FRAME_LEN) holds a channel frame */
+    uint8_t acked;    /* acknowledged (or abandoned): release at refs 0 */
+    uint8_t failed;   /* abandoned because the peer failed */
+    /* channel frame, then the engine header at OUT_HDR(o) */
+    uint8_t hdr[CHAN_FRAME_LEN + QUAY_MAX_HEADER];
 } qout;
+
+#define OUT_HDR(o) ((o)->hdr + CHAN_FRAME_LEN)
 
 /* Queued control reply (ACK, CANCEL_REP): pure data, encoded at pull. */
 typedef struct ctrl_item {
@@ -177,6 +191,15 @@ typedef struct peer_state {
     qlink held;        /* held out-of-order messages, sorted by seq */
     uint32_t nheld;
     uint8_t drain_blocked; /* held head is due but could not be processed */
+    uint8_t failed;    /* declared failed: its requests completed EPEER */
+    /* flow control (QUAY_FLOW_ACKNACK) */
+    fc_tx tx;
+    fc_rx rx;
+    qout *pend_head, *pend_tail;  /* built, waiting for a sequence number */
+    qout *unack_head, *unack_tail;/* sent, kept until acknowledged */
+    uint64_t hold_until;  /* repeated NACK: no (re)sending before this */
+    uint32_t nack_seq;    /* last NACKed seq and how often in a row */
+    uint32_t nack_repeats;
 } peer_state;
 
 /* Matching state (match.c), engine-wide exact bins. */
@@ -249,6 +272,12 @@ struct quay_engine {
     quay_trace_fn trace_fn;
     void *trace_ctx;
     quay_stats st;
+
+    /* flow control (src/flowctl/chan.c) */
+    int flow;            /* quay_config.flow */
+    fc_params fcp;
+    uint32_t chan_rr;    /* round-robin start for channel pulls */
+    uint32_t crc_table[256];
 };
 
 /* ---- config (config.c) ---------------------------------------------------- */
@@ -353,6 +382,18 @@ void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
                int32_t status);
 /** Build request r's next packet into o; 1 if r has more to emit. */
 int req_emit(quay_req *r, qout *o);
+
+/** Release an outgoing descriptor whose packet is done (status 0) or
+ *  abandoned (status < 0): the owning request makes progress. */
+void out_release(quay_engine *e, qout *o, int status);
+/** Fill a SEND action for o (framed or not). */
+void out_fill_send(quay_engine *e, qout *o, quay_action *a);
+qout *out_alloc(quay_engine *e);
+
+/* ---- peer failure (failure.c) ------------------------------------------- */
+/** Declare `peer` failed: abandon its packets, complete every request that
+ *  depends on it with QUAY_EPEER; other peers are untouched. */
+void engine_peer_failed(quay_engine *e, int32_t peer);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

@@ -12,6 +12,7 @@
  * order (loopback), so self-sends run the same protocols.
  */
 #include "engine/internal.h"
+#include "flowctl/chan.h"
 
 int out_init(quay_engine *e)
 {
@@ -61,7 +62,7 @@ static ctrl_item ctrl_pop(quay_engine *e)
 
 /* ---- descriptors ------------------------------------------------------------------- */
 
-static qout *out_get(quay_engine *e)
+qout *out_alloc(quay_engine *e)
 {
     qout *o = e->out_free;
     e->out_free = o->next;
@@ -72,6 +73,10 @@ static qout *out_get(quay_engine *e)
     o->payload = NULL;
     o->payload_len = 0;
     o->seq = 0;
+    o->refs = 0;
+    o->framed = 0;
+    o->acked = 0;
+    o->failed = 0;
     e->outs_used++;
     return o;
 }
@@ -84,8 +89,7 @@ static void out_put(quay_engine *e, qout *o)
     e->outs_used--;
 }
 
-/* The wire finished with o (status 0) or failed (< 0). */
-static void out_done(quay_engine *e, qout *o, int status)
+void out_release(quay_engine *e, qout *o, int status)
 {
     quay_req *r = o->req;
     uint8_t pkt = o->pkt;
@@ -117,7 +121,13 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
     qout *o = &e->outs[idx];
     if (!o->in_use || o->gen != (uint32_t)(token >> 32) || o->peer == e->rank)
         return QUAY_ESTATE;
-    out_done(e, o, status);
+    if (o->framed) {
+        if (o->refs == 0)
+            return QUAY_ESTATE; /* more op_dones than transmissions */
+        chan_on_op_done(e, o, status);
+    } else {
+        out_release(e, o, status);
+    }
     return e->fatal;
 }
 
@@ -144,7 +154,7 @@ int req_emit(quay_req *r, qout *o)
                       : r->mode == QUAY_SEND_READY ? WIRE_F_READY
                                                    : 0;
         o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
-        o->hdr_len = (uint16_t)wire_encode_env(o->hdr, o->pkt, fl, r->seq, r->ctx,
+        o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx,
                                                r->comm->myrank, r->tag, r->id,
                                                r->len);
         if (!rndv) {
@@ -187,7 +197,7 @@ int req_emit(quay_req *r, qout *o)
         r->next_frag++;
     }
     o->pkt = h.type;
-    o->hdr_len = (uint16_t)wire_encode(&h, o->hdr);
+    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
     return req_has_work(r);
 }
 
@@ -200,7 +210,7 @@ static void ctrl_emit(const ctrl_item *it, qout *o)
     h.status = it->status;
     o->peer = it->peer;
     o->pkt = it->pkt;
-    o->hdr_len = (uint16_t)wire_encode(&h, o->hdr);
+    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
 }
 
 /* ---- loopback ---------------------------------------------------------------------------- */
@@ -220,7 +230,7 @@ static void loop_run(quay_engine *e)
 {
     qout *o;
     while ((o = e->loop_head) != NULL) {
-        int rc = engine_recv(e, e->rank, o->hdr, o->hdr_len + o->payload_len,
+        int rc = engine_recv(e, e->rank, OUT_HDR(o), o->hdr_len + o->payload_len,
                              o->payload);
         if (rc == QUAY_EAGAIN)
             return;
@@ -236,19 +246,24 @@ static void loop_run(quay_engine *e)
             if (!e->fatal)
                 e->fatal = QUAY_EINTERNAL;
         }
-        out_done(e, o, 0);
+        out_release(e, o, 0);
     }
 }
 
 /* ---- the action queue -------------------------------------------------------------------- */
 
-static void fill_send(quay_engine *e, qout *o, quay_action *a)
+void out_fill_send(quay_engine *e, qout *o, quay_action *a)
 {
     a->kind = QUAY_ACT_SEND;
     a->peer = o->peer;
     a->token = (uint64_t)o->gen << 32 | (uint64_t)(o - e->outs);
-    a->iov[0].base = o->hdr;
-    a->iov[0].len = o->hdr_len;
+    if (o->framed) {
+        a->iov[0].base = o->hdr;
+        a->iov[0].len = (size_t)CHAN_FRAME_LEN + o->hdr_len;
+    } else {
+        a->iov[0].base = OUT_HDR(o);
+        a->iov[0].len = o->hdr_len;
+    }
     a->iovcnt = 1;
     if (o->payload_len != 0) {
         a->iov[1].base = o->payload;
@@ -271,7 +286,11 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
         loop_push(e, o);
         return 0;
     }
-    fill_send(e, o, a);
+    if (e->flow) {
+        chan_submit(e, o); /* the channel sends it when its turn comes */
+        return 0;
+    }
+    out_fill_send(e, o, a);
     return 1;
 }
 
@@ -280,7 +299,8 @@ int quay_has_actions(const quay_engine *e)
     if (e == NULL || e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
-           !ql_empty(&e->txq) || !ql_empty(&e->cq);
+           !ql_empty(&e->txq) || !ql_empty(&e->cq) ||
+           (e->flow && chan_has_work(e));
 }
 
 int quay_next_action(quay_engine *e, quay_action *a)
@@ -296,9 +316,11 @@ int quay_next_action(quay_engine *e, quay_action *a)
     for (;;) {
         if (e->loop_head != NULL)
             loop_run(e);
+        if (e->flow && chan_pull(e, a))
+            return 1;
         if (e->out_free != NULL && e->ctrl_count != 0) {
             ctrl_item it = ctrl_pop(e);
-            qout *o = out_get(e);
+            qout *o = out_alloc(e);
             ctrl_emit(&it, o);
             if (hand_out(e, o, a))
                 return 1;
@@ -312,7 +334,7 @@ int quay_next_action(quay_engine *e, quay_action *a)
                 r->flags &= ~(uint32_t)RF_ON_TXQ;
                 continue;
             }
-            qout *o = out_get(e);
+            qout *o = out_alloc(e);
             if (req_emit(r, o))
                 ql_push_tail(&e->txq, &r->link); /* round-robin */
             else

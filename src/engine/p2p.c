@@ -114,8 +114,17 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
     quay_req *r = req_alloc(e, RK_SEND, c);
     if (r == NULL)
         return QUAY_EAGAIN;
-    send_start(e, r, buf, len, dst, tag, mode);
     *preq = r;
+    if (e->peers[c->world[dst]].failed) {
+        /* The peer was declared failed: nothing will reach it. */
+        r->peer = c->world[dst];
+        r->status.source = dst;
+        r->status.tag = tag;
+        r->status.error = QUAY_EPEER;
+        req_complete(e, r);
+        return 0;
+    }
+    send_start(e, r, buf, len, dst, tag, mode);
     return 0;
 }
 
@@ -193,6 +202,11 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
             trace_match(e, r, m, m->peer, m->seq, m->ctx, m->src, m->tag);
         p2p_deliver(e, r, m, m->data);
         umsg_free(e, m);
+    } else if (src != QUAY_ANY_SOURCE && e->peers[c->world[src]].failed) {
+        r->status.source = src;
+        r->status.tag = tag;
+        r->status.error = QUAY_EPEER; /* nothing will come from it */
+        req_complete(e, r);
     } else {
         req_set_state(e, r, QUAY_RS_RECV_POSTED);
         match_add_posted(e, r);

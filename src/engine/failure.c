@@ -1,0 +1,66 @@
+/*
+ * failure.c — a peer declared failed (flow control's retry limit passed).
+ *
+ * Everything that depends on that peer ends with QUAY_EPEER and nothing
+ * else is touched: its queued and unacknowledged packets are abandoned,
+ * sends to it and transfers with it complete with the error, receives
+ * posted for it specifically complete with the error, packets it sent and
+ * we hold out of order are dropped, and later packets from it are rejected
+ * (chan.c). Messages it delivered before failing stay receivable, and
+ * wildcard receives stay posted: another sender may still satisfy them.
+ */
+#include "engine/internal.h"
+#include "flowctl/chan.h"
+
+static void fail_req(quay_engine *e, quay_req *r)
+{
+    if (r->status.error == 0)
+        r->status.error = QUAY_EPEER;
+    r->flags |= RF_FAILED;
+    r->flags &= ~(uint32_t)(RF_CANCEL_PENDING | RF_NEED_CTS);
+    req_progress(e, r);
+}
+
+void engine_peer_failed(quay_engine *e, int32_t peer)
+{
+    peer_state *ps = &e->peers[peer];
+    if (ps->failed)
+        return;
+    ps->failed = 1;
+    e->st.peers_failed++;
+
+    qlink *n;
+    while ((n = ql_first(&ps->held)) != NULL) {
+        umsg *m = QUAY_CONTAINER_OF(n, umsg, blink);
+        ql_remove(&m->blink);
+        ps->nheld--;
+        e->held_total--;
+        if (m->type == QUAY_PKT_EAGER)
+            e->held_bytes -= m->len;
+        umsg_free(e, m);
+    }
+    if (ps->drain_blocked) {
+        ps->drain_blocked = 0;
+        e->ndrain_blocked--;
+    }
+
+    for (uint32_t i = 0; i < e->nreqs; i++) {
+        quay_req *r = &e->reqs[i];
+        if (r->state == QUAY_RS_FREE || r->state == QUAY_RS_DONE)
+            continue;
+        if (r->state == QUAY_RS_RECV_POSTED) {
+            if (r->rank != QUAY_ANY_SOURCE && r->comm->world[r->rank] == peer) {
+                match_remove_posted(e, r);
+                r->status.source = r->rank;
+                r->status.tag = r->tag;
+                r->status.error = QUAY_EPEER;
+                req_complete(e, r);
+            }
+            continue;
+        }
+        if (r->peer == peer)
+            fail_req(e, r);
+    }
+    /* Last: releasing descriptors lets the failed requests complete. */
+    chan_abandon(e, peer);
+}

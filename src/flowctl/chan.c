@@ -1,0 +1,347 @@
+/*
+ * chan.c — the flow-control channel between the engine and the wire
+ * (QUAY_FLOW_ACKNACK). Framing and the per-peer queues live here; the
+ * Modified ACK/NACK decisions are ackn.c's. See chan.h for the frame.
+ *
+ * Per peer, packets the engine built wait on `pend` until the channel may
+ * give them a sequence number (NORMAL, window not full, no retransmission
+ * pending), then move to `unack` in sequence order and stay there, with
+ * their header and user-memory slice, until a cumulative ACK covers them.
+ * A descriptor is released (and its request progresses) only when it is
+ * acknowledged AND the adapter has op_done'd every transmission of it:
+ * a retransmission may be issued while an earlier one is still in the
+ * adapter, so `refs` counts them. The frame (seq, ack, nack, CRC) is
+ * written once, at the first transmission, and never rewritten, because
+ * the adapter may still be reading it; a stale cumulative ACK in a
+ * retransmitted frame is harmless.
+ *
+ * Retransmission storms [PM's own admitted limitation]: a receiver that
+ * stays short of buffers NACKs every re-sent copy. The first NACK of a
+ * message is answered at once, as PM does; each further NACK of the same
+ * message holds (re)sending to that peer for rto_init·2^(n-1), capped at
+ * rto_max. A NACK proves the peer alive, so this never counts toward
+ * declaring it failed.
+ */
+#include "flowctl/chan.h"
+
+#include "flowctl/crc32c.h"
+
+void chan_init(quay_engine *e)
+{
+    if (!e->flow)
+        return;
+    e->fcp.rto_init_ns = e->cfg.rto_init_ns;
+    e->fcp.rto_max_ns = e->cfg.rto_max_ns;
+    e->fcp.retry_limit = e->cfg.retry_limit;
+    e->fcp.window = e->cfg.flow_window;
+    crc32c_table_init(e->crc_table);
+    for (int32_t p = 0; p < e->nranks; p++) {
+        fc_tx_init(&e->peers[p].tx, &e->fcp, 0);
+        fc_rx_init(&e->peers[p].rx, 0);
+    }
+}
+
+/* ---- per-peer lists (singly linked through qout.next) ------------------- */
+
+static void list_push(qout **head, qout **tail, qout *o)
+{
+    o->next = NULL;
+    if (*tail != NULL)
+        (*tail)->next = o;
+    else
+        *head = o;
+    *tail = o;
+}
+
+static qout *list_pop(qout **head, qout **tail)
+{
+    qout *o = *head;
+    if (o != NULL) {
+        *head = o->next;
+        if (*head == NULL)
+            *tail = NULL;
+        o->next = NULL;
+    }
+    return o;
+}
+
+void chan_submit(quay_engine *e, qout *o)
+{
+    peer_state *ps = &e->peers[o->peer];
+    o->framed = 1;
+    list_push(&ps->pend_head, &ps->pend_tail, o);
+}
+
+/* ---- frames ----------------------------------------------------------------- */
+
+static uint32_t packet_crc(const quay_engine *e, const uint8_t *frame,
+                           const uint8_t *rest, size_t rest_len,
+                           const void *payload, size_t plen)
+{
+    static const uint8_t zero[4] = {0, 0, 0, 0};
+    uint32_t c = crc32c_update(e->crc_table, 0, frame, 16);
+    c = crc32c_update(e->crc_table, c, zero, 4);
+    c = crc32c_update(e->crc_table, c, rest, rest_len);
+    if (plen != 0)
+        c = crc32c_update(e->crc_table, c, payload, plen);
+    return c;
+}
+
+/* Write the frame of o (kind, seq) with the ACK/NACK owed to its peer. */
+static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
+{
+    peer_state *ps = &e->peers[o->peer];
+    uint8_t *f = o->hdr;
+    uint32_t ack, nack = 0;
+    uint16_t flags = 0;
+    if (fc_rx_take_nack(&ps->rx, &nack)) {
+        flags |= CHAN_F_NACK;
+        ack = nack;
+        e->st.nacks_sent++;
+    } else {
+        fc_rx_take_ack(&ps->rx, &ack);
+    }
+    f[0] = CHAN_VERSION;
+    f[1] = kind;
+    wire_put16(f + 2, flags);
+    wire_put32(f + 4, seq);
+    wire_put32(f + 8, ack);
+    wire_put32(f + 12, nack);
+    wire_put32(f + 16, packet_crc(e, f, OUT_HDR(o), o->hdr_len, o->payload,
+                                  o->payload_len));
+}
+
+static void transmit(quay_engine *e, qout *o, quay_action *a)
+{
+    o->refs++;
+    out_fill_send(e, o, a);
+}
+
+/* ---- pulling ------------------------------------------------------------------ */
+
+static int peer_may_send(const quay_engine *e, const peer_state *ps)
+{
+    return e->now >= ps->hold_until;
+}
+
+static int peer_has_work(const quay_engine *e, const peer_state *ps)
+{
+    if (ps->failed)
+        return 0;
+    if (fc_rx_owes(&ps->rx) && e->out_free != NULL)
+        return 1;
+    return peer_may_send(e, ps) &&
+           (ps->tx.resend != ps->tx.next ||
+            (ps->pend_head != NULL && fc_tx_can_send_new(&ps->tx, &e->fcp)));
+}
+
+int chan_has_work(const quay_engine *e)
+{
+    for (int32_t p = 0; p < e->nranks; p++)
+        if (p != e->rank && peer_has_work(e, &e->peers[p]))
+            return 1;
+    return 0;
+}
+
+static qout *find_unacked(peer_state *ps, uint32_t seq)
+{
+    for (qout *o = ps->unack_head; o != NULL; o = o->next)
+        if (o->chan_seq == seq)
+            return o;
+    return NULL;
+}
+
+static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
+{
+    peer_state *ps = &e->peers[p];
+    uint32_t seq;
+    if (ps->failed)
+        return 0;
+    while (peer_may_send(e, ps) && fc_tx_resend_due(&ps->tx, &seq)) {
+        qout *o = find_unacked(ps, seq);
+        if (o == NULL)
+            continue; /* cannot happen: unacked seqs are all on the list */
+        e->st.retransmits++;
+        transmit(e, o, a);
+        return 1;
+    }
+    if (peer_may_send(e, ps) && ps->pend_head != NULL &&
+        fc_tx_can_send_new(&ps->tx, &e->fcp)) {
+        qout *o = list_pop(&ps->pend_head, &ps->pend_tail);
+        o->chan_seq = fc_tx_assign(&ps->tx, &e->fcp, e->now);
+        write_frame(e, o, CHAN_DATA, o->chan_seq);
+        list_push(&ps->unack_head, &ps->unack_tail, o);
+        transmit(e, o, a);
+        return 1;
+    }
+    if (fc_rx_owes(&ps->rx) && e->out_free != NULL) {
+        /* Nothing to piggyback on: an ACK-only packet, never acknowledged,
+         * released at its op_done. */
+        qout *o = out_alloc(e);
+        o->peer = p;
+        o->framed = 1;
+        o->acked = 1;
+        o->pkt = 0;
+        o->hdr_len = 0;
+        write_frame(e, o, CHAN_ACK, 0);
+        e->st.acks_only++;
+        transmit(e, o, a);
+        return 1;
+    }
+    return 0;
+}
+
+int chan_pull(quay_engine *e, quay_action *a)
+{
+    uint32_t n = (uint32_t)e->nranks;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t p = (int32_t)((e->chan_rr + i) % n);
+        if (p != e->rank && peer_pull(e, p, a)) {
+            e->chan_rr = (uint32_t)p + 1; /* fairness between peers */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- acknowledgements ------------------------------------------------------------ */
+
+/* Release o if acknowledged and no transmission of it is in the adapter. */
+static void maybe_release(quay_engine *e, qout *o)
+{
+    if (o->acked && o->refs == 0)
+        out_release(e, o, o->failed ? QUAY_EPEER : 0);
+}
+
+/* The peer acknowledged every seq before `to`. */
+static void release_acked(quay_engine *e, peer_state *ps, uint32_t to)
+{
+    while (ps->unack_head != NULL && fc_seq_lt(ps->unack_head->chan_seq, to)) {
+        qout *o = list_pop(&ps->unack_head, &ps->unack_tail);
+        o->acked = 1;
+        maybe_release(e, o);
+    }
+}
+
+void chan_on_op_done(quay_engine *e, qout *o, int status)
+{
+    QUAY_UNUSED(status); /* a failed transmission is a loss: the timer repairs it */
+    o->refs--;
+    maybe_release(e, o);
+}
+
+/* ---- arrivals --------------------------------------------------------------------- */
+
+int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
+{
+    if (len < CHAN_FRAME_LEN || b[0] != CHAN_VERSION ||
+        (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_NACK))
+        return QUAY_EPROTO;
+    if (peer == e->rank)
+        return QUAY_EPROTO; /* self traffic never travels */
+    uint32_t crc = packet_crc(e, b, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN, NULL, 0);
+    if (crc != wire_get32(b + 16)) {
+        e->st.bad_checksum++;
+        return QUAY_EPROTO;
+    }
+    peer_state *ps = &e->peers[peer];
+    if (ps->failed)
+        return QUAY_ESTATE;
+    uint8_t kind = b[1];
+    uint16_t flags = wire_get16(b + 2);
+    uint32_t seq = wire_get32(b + 4);
+    uint32_t ack = wire_get32(b + 8);
+    uint32_t nack = wire_get32(b + 12);
+    if (kind == CHAN_ACK && (len != CHAN_FRAME_LEN || seq != 0))
+        return QUAY_EPROTO;
+
+    /* What the peer says about our packets to it. */
+    uint32_t from, to;
+    int rc = (flags & CHAN_F_NACK)
+                 ? fc_tx_on_nack(&ps->tx, &e->fcp, nack, e->now, &from, &to)
+                 : fc_tx_on_ack(&ps->tx, &e->fcp, ack, e->now, &from, &to);
+    if (rc < 0)
+        return QUAY_ESTATE; /* acknowledges what we never sent */
+    if (flags & CHAN_F_NACK) {
+        if (ps->nack_repeats != 0 && nack == ps->nack_seq) {
+            ps->nack_repeats++;
+            uint32_t shift = ps->nack_repeats - 1 < 20 ? ps->nack_repeats - 1 : 20;
+            uint64_t hold = e->fcp.rto_init_ns << shift;
+            if (hold > e->fcp.rto_max_ns)
+                hold = e->fcp.rto_max_ns;
+            ps->hold_until = e->now + hold;
+        } else {
+            ps->nack_seq = nack;
+            ps->nack_repeats = 1;
+            ps->hold_until = 0;
+        }
+    } else if (ps->nack_repeats != 0 && fc_seq_lt(ps->nack_seq, ack)) {
+        ps->nack_repeats = 0; /* the refused message got through */
+        ps->hold_until = 0;
+    }
+    release_acked(e, ps, to);
+    if (kind == CHAN_ACK)
+        return 0;
+
+    switch (fc_rx_classify(&ps->rx, seq)) {
+    case FC_RX_DUPLICATE:
+        e->st.dups_dropped++;
+        return 0;
+    case FC_RX_DISCARD:
+        e->st.out_of_order_dropped++;
+        return 0;
+    default:
+        break;
+    }
+    rc = engine_recv(e, peer, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN, NULL);
+    if (rc == QUAY_EAGAIN) {
+        /* No buffer: discard and NACK it; the sender re-sends from here
+         * and sends nothing new until it is accepted [PM §3.3]. */
+        fc_rx_refused(&ps->rx, seq);
+        return 0;
+    }
+    /* Accepted by the channel even if the engine rejected its content:
+     * re-sending the same bytes could never succeed. */
+    fc_rx_accepted(&ps->rx, seq);
+    return rc;
+}
+
+/* ---- time and failure --------------------------------------------------------------- */
+
+void chan_on_time(quay_engine *e)
+{
+    for (int32_t p = 0; p < e->nranks; p++) {
+        if (p == e->rank || e->peers[p].failed)
+            continue;
+        if (fc_tx_on_time(&e->peers[p].tx, &e->fcp, e->now) == FC_EPEER)
+            engine_peer_failed(e, p);
+    }
+}
+
+uint64_t chan_deadline(const quay_engine *e)
+{
+    uint64_t d = QUAY_TIME_NONE;
+    for (int32_t p = 0; p < e->nranks; p++) {
+        if (p == e->rank || e->peers[p].failed)
+            continue;
+        const peer_state *ps = &e->peers[p];
+        uint64_t t = fc_tx_deadline(&ps->tx);
+        if (ps->hold_until > e->now && ps->hold_until < t)
+            t = ps->hold_until; /* a held re-send becomes due then */
+        if (t < d)
+            d = t;
+    }
+    return d;
+}
+
+void chan_abandon(quay_engine *e, int32_t peer)
+{
+    peer_state *ps = &e->peers[peer];
+    qout *o;
+    while ((o = list_pop(&ps->pend_head, &ps->pend_tail)) != NULL ||
+           (o = list_pop(&ps->unack_head, &ps->unack_tail)) != NULL) {
+        o->acked = 1;
+        o->failed = 1;
+        maybe_release(e, o);
+    }
+}

@@ -1,0 +1,46 @@
+/*
+ * chan.h — the flow-control channel as the engine uses it (the declared
+ * hooks between src/engine and src/flowctl). Under QUAY_FLOW_ACKNACK every
+ * packet to another rank travels in a channel frame:
+ *
+ *   0  u8  0xC1 (frame version)        8  u32 ack: every seq < ack arrived
+ *   1  u8  kind: 1 DATA, 2 ACK-only   12  u32 nack: refused seq (flag bit 0)
+ *   2  u16 flags (bit 0: NACK)         16  u32 CRC32C of the whole packet,
+ *   4  u32 seq (DATA)                          computed with this field 0
+ *
+ * followed, for DATA, by the engine packet. The sender keeps each packet
+ * (its descriptor: header and user-memory slice) until it is acknowledged,
+ * retransmits on NACK or timeout; the receiver hands packets to the engine
+ * strictly in sequence and NACKs one the engine refuses (QUAY_EAGAIN: no
+ * buffer), per [PM §3.3] as implemented in ackn.c.
+ */
+#ifndef QUAY_FLOWCTL_CHAN_H
+#define QUAY_FLOWCTL_CHAN_H
+
+#include "engine/internal.h"
+
+#define CHAN_VERSION 0xC1
+#define CHAN_DATA 1
+#define CHAN_ACK 2
+#define CHAN_F_NACK 0x1u
+
+/** Set up per-peer channels (engine creation). */
+void chan_init(quay_engine *e);
+/** Queue a built packet for its peer (instead of handing it out). */
+void chan_submit(quay_engine *e, qout *o);
+/** Produce the next channel transmission: 1 with *a filled, else 0. */
+int chan_pull(quay_engine *e, quay_action *a);
+/** 1 if chan_pull may have something to send. */
+int chan_has_work(const quay_engine *e);
+/** A framed packet arrived from `peer`. */
+int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len);
+/** The adapter finished one transmission of o. */
+void chan_on_op_done(quay_engine *e, qout *o, int status);
+/** Run timers; peers whose retry limit passed are failed. */
+void chan_on_time(quay_engine *e);
+/** Earliest retransmission deadline, QUAY_TIME_NONE if none. */
+uint64_t chan_deadline(const quay_engine *e);
+/** Abandon every packet of a failed peer. */
+void chan_abandon(quay_engine *e, int32_t peer);
+
+#endif /* QUAY_FLOWCTL_CHAN_H */

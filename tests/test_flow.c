@@ -1,0 +1,291 @@
+/*
+ * test_flow.c — flow control wired into the engine (QUAY_FLOW_ACKNACK):
+ * normal traffic, lost data, lost ACKs, duplicates, corruption, NACK
+ * back-pressure when the receiver has no buffer, retransmission timers
+ * with backoff, and peer failure isolating one peer.
+ */
+#include <string.h>
+
+#include "harness.h"
+#include "testnet.h"
+
+static testnet T;
+
+static void flow_config(quay_config *c, int n)
+{
+    tn_config(c, 0, n);
+    c->flow = QUAY_FLOW_ACKNACK;
+    c->rto_init_ns = 1000;
+    c->rto_max_ns = 8000;
+    c->retry_limit = 4;
+}
+
+static void setup(int n)
+{
+    quay_config c;
+    flow_config(&c, n);
+    is_int(tn_init(&T, n, &c), 0);
+}
+
+static uint64_t now_ns;
+
+/* Advance time to the earliest deadline of any engine and run timers. */
+static int tick(void)
+{
+    uint64_t d = QUAY_TIME_NONE;
+    for (int r = 0; r < T.n; r++) {
+        uint64_t x = quay_next_deadline(T.e[r]);
+        if (x < d)
+            d = x;
+    }
+    if (d == QUAY_TIME_NONE)
+        return 0;
+    if (d > now_ns)
+        now_ns = d;
+    for (int r = 0; r < T.n; r++)
+        quay_on_time(T.e[r], now_ns);
+    return 1;
+}
+
+/* Pump, running timers whenever the network goes quiet, until nothing is
+ * pending anywhere (bounded). */
+static void settle(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        tn_pump(&T);
+        if (!tick())
+            return;
+    }
+}
+
+static void check_clean(void)
+{
+    for (int r = 0; r < T.n; r++) {
+        quay_stats st;
+        quay_engine_stats(T.e[r], &st);
+        ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0 &&
+                   st.bytes_unexpected == 0,
+               "rank %d clean: reqs %u umsgs %u outs %u bytes %llu", r,
+               st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
+               (unsigned long long)st.bytes_unexpected);
+    }
+}
+
+static void exchange(size_t len, quay_send_mode mode)
+{
+    static uint8_t sb[2000], rb[2000];
+    for (size_t i = 0; i < len; i++)
+        sb[i] = (uint8_t)(i * 13 + len);
+    memset(rb, 0, sizeof rb);
+    quay_req *s, *r;
+    is_int(quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r), 0);
+    is_int(quay_isend(T.e[0], T.world[0], sb, len, 1, 1, mode, &s), 0);
+    settle();
+    quay_status st;
+    ok(quay_req_test(s, NULL));
+    ok(quay_req_test(r, &st));
+    is_size(st.count, len);
+    ok(memcmp(sb, rb, len) == 0);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+}
+
+static void t_normal(void)
+{
+    setup(2);
+    exchange(10, QUAY_SEND_STANDARD);
+    exchange(1000, QUAY_SEND_STANDARD);
+    exchange(10, QUAY_SEND_SYNC);
+    exchange(0, QUAY_SEND_STANDARD);
+    settle();
+    check_clean();
+    is_int(T.rejects, 0);
+    tn_fini(&T);
+}
+
+static void t_lost_data(void)
+{
+    setup(2);
+    uint8_t sb[10] = {1, 2, 3}, rb[10];
+    quay_req *s, *r;
+    quay_irecv(T.e[1], T.world[1], rb, 10, 0, 0, &r);
+    quay_isend(T.e[0], T.world[0], sb, 10, 1, 0, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    is_int(T.nq, 1);
+    tn_drop(&T, 0);
+    ok(!quay_req_test(s, NULL)); /* not acknowledged: the send is not done */
+    ok(quay_next_deadline(T.e[0]) != QUAY_TIME_NONE);
+    settle();
+    ok(quay_req_test(r, NULL));
+    ok(quay_req_test(s, NULL));
+    quay_stats st;
+    quay_engine_stats(T.e[0], &st);
+    ok(st.retransmits >= 1);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+static void t_lost_ack_and_dup(void)
+{
+    setup(2);
+    uint8_t sb[10] = {4}, rb[10];
+    quay_req *s, *r;
+    quay_irecv(T.e[1], T.world[1], rb, 10, 0, 0, &r);
+    quay_isend(T.e[0], T.world[0], sb, 10, 1, 0, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    tn_dup(&T, 0);
+    is_int(tn_deliver(&T, 0), 0);
+    is_int(tn_deliver(&T, 0), 0); /* the copy: suppressed */
+    ok(quay_req_test(r, NULL));
+    tn_pull_all(&T); /* the ACK-only packet(s) */
+    while (T.nq > 0)
+        tn_drop(&T, 0); /* ACKs lost */
+    ok(!quay_req_test(s, NULL));
+    settle(); /* timeout -> retransmit -> duplicate -> re-ACK */
+    ok(quay_req_test(s, NULL));
+    quay_stats st;
+    quay_engine_stats(T.e[1], &st);
+    ok_msg(st.dups_dropped >= 2, "duplicates suppressed: %llu",
+           (unsigned long long)st.dups_dropped);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+static void t_corrupt(void)
+{
+    setup(2);
+    uint8_t sb[100], rb[100];
+    memset(sb, 7, sizeof sb);
+    quay_req *s, *r;
+    quay_irecv(T.e[1], T.world[1], rb, 100, 0, 0, &r);
+    quay_isend(T.e[0], T.world[0], sb, 100, 1, 0, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    T.q[0].bytes[T.q[0].len - 1] ^= 0x10; /* a payload bit */
+    is_int(tn_deliver(&T, 0), QUAY_EPROTO);
+    ok(!quay_req_test(r, NULL));
+    settle();
+    ok(quay_req_test(r, NULL));
+    ok(memcmp(rb, sb, 100) == 0);
+    quay_stats st;
+    quay_engine_stats(T.e[1], &st);
+    ok(st.bad_checksum == 1);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+/* The receiver has room for 2 unexpected messages; 6 arrive before any
+ * receive is posted: NACK, NOT_TO_SEND, retransmission, FIFO kept. */
+static void t_nack_backpressure(void)
+{
+    quay_config c;
+    flow_config(&c, 2);
+    c.max_unexpected = 4; /* half may be held out of order: 2 in order */
+    is_int(tn_init(&T, 2, &c), 0);
+    uint8_t sb[6][8], rb[6][8];
+    quay_req *s[6], *r[6];
+    for (int i = 0; i < 6; i++) {
+        memset(sb[i], i + 1, 8);
+        is_int(quay_isend(T.e[0], T.world[0], sb[i], 8, 1, 5, QUAY_SEND_STANDARD, &s[i]), 0);
+    }
+    settle();
+    quay_stats st;
+    quay_engine_stats(T.e[1], &st);
+    ok_msg(st.nacks_sent >= 1, "NACKs sent: %llu", (unsigned long long)st.nacks_sent);
+    ok(st.umsgs_in_use <= 4);
+    for (int i = 0; i < 6; i++) {
+        is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 5, &r[i]), 0);
+        settle();
+    }
+    for (int i = 0; i < 6; i++) {
+        ok(quay_req_test(r[i], NULL));
+        ok_msg(memcmp(rb[i], sb[i], 8) == 0, "message %d in order", i);
+        ok(quay_req_test(s[i], NULL));
+        quay_req_free(T.e[0], s[i]);
+        quay_req_free(T.e[1], r[i]);
+    }
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+static void t_peer_failure(void)
+{
+    setup(3);
+    uint8_t b[1000] = {0};
+    quay_req *s_dead, *s_live, *r_dead, *r_live, *rs_live;
+    quay_isend(T.e[0], T.world[0], b, 1000, 1, 0, QUAY_SEND_STANDARD, &s_dead);
+    quay_irecv(T.e[0], T.world[0], b, 10, 1, 0, &r_dead);
+    quay_isend(T.e[0], T.world[0], b, 10, 2, 0, QUAY_SEND_STANDARD, &s_live);
+    quay_irecv(T.e[2], T.world[2], b, 10, 0, 0, &rs_live);
+    quay_irecv(T.e[0], T.world[0], b, 10, QUAY_ANY_SOURCE, 9, &r_live);
+    /* Rank 1 is dead: everything to it is lost, it never answers. */
+    for (int step = 0; step < 200; step++) {
+        tn_pull_all(&T);
+        for (int i = 0; i < T.nq;) {
+            if (T.q[i].to == 1 || T.q[i].from == 1)
+                tn_drop(&T, i);
+            else
+                tn_deliver(&T, i);
+        }
+        if (!tick())
+            break;
+    }
+    quay_status st;
+    ok(quay_req_test(s_dead, &st));
+    is_int(st.error, QUAY_EPEER);
+    ok(quay_req_test(r_dead, &st));
+    is_int(st.error, QUAY_EPEER);
+    ok(quay_req_test(s_live, &st));
+    is_int(st.error, 0);
+    ok(quay_req_test(rs_live, &st));
+    is_int(st.error, 0);
+    ok(!quay_req_test(r_live, NULL)); /* a wildcard receive stays posted */
+    quay_stats es;
+    quay_engine_stats(T.e[0], &es);
+    is_int(es.peers_failed, 1);
+    /* New traffic to the failed peer fails at once; rank 2 still works. */
+    quay_req *s2;
+    is_int(quay_isend(T.e[0], T.world[0], b, 10, 1, 0, QUAY_SEND_STANDARD, &s2), 0);
+    ok(quay_req_test(s2, &st) && st.error == QUAY_EPEER);
+    quay_req_free(T.e[0], s2);
+    quay_req *s3;
+    quay_isend(T.e[2], T.world[2], b, 10, 0, 9, QUAY_SEND_STANDARD, &s3);
+    for (int step = 0; step < 50 && !quay_req_test(r_live, NULL); step++) {
+        tn_pull_all(&T);
+        for (int i = 0; i < T.nq;) {
+            if (T.q[i].to == 1 || T.q[i].from == 1)
+                tn_drop(&T, i);
+            else
+                tn_deliver(&T, i);
+        }
+        tick();
+    }
+    ok(quay_req_test(r_live, NULL));
+    quay_req_free(T.e[0], s_dead);
+    quay_req_free(T.e[0], r_dead);
+    quay_req_free(T.e[0], s_live);
+    quay_req_free(T.e[0], r_live);
+    quay_req_free(T.e[2], rs_live);
+    quay_req_free(T.e[2], s3);
+    tn_fini(&T);
+}
+
+int main(void)
+{
+    subtest("normal traffic under ACK/NACK", t_normal);
+    subtest("lost data is retransmitted on timeout", t_lost_data);
+    subtest("lost ACKs and duplicates", t_lost_ack_and_dup);
+    subtest("corruption caught by the checksum", t_corrupt);
+    subtest("NACK back-pressure keeps FIFO", t_nack_backpressure);
+    subtest("peer failure isolates one peer", t_peer_failure);
+    return done_testing();
+}
