@@ -254,6 +254,9 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     uint32_t nack = wire_get32(b + 12);
     if (kind == CHAN_ACK && (len != CHAN_FRAME_LEN || seq != 0))
         return QUAY_EPROTO;
+    /* A NACK names the next expected seq, i.e. it equals the ACK value. */
+    if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
+        return QUAY_EPROTO;
 
     /* What the peer says about our packets to it. */
     uint32_t from, to;
