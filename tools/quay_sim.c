@@ -7,6 +7,11 @@
  *       every request got ("rank 1 r1 <- rank 0 tag 3, 10240 bytes, ok").
  *   quay-sim --exhaustive [--max-runs N] [--trace] scenario.scn
  *       enumerate every interleaving (up to N runs).
+ *   --faults SPEC  inject network faults (drop, dup, corrupt, delay,
+ *       reorder, stall, blackhole, kill), replacing the scenario's own
+ *       `config faults=`; "none" turns them off. Syntax:
+ *       tests/ordering/README.md. The network counters of the last run
+ *       are printed after the summary.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
  * The scenario language: tests/ordering/README.md.
@@ -22,7 +27,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--trace] scenario.scn\n");
+            "[--max-runs N] [--faults SPEC] [--trace] scenario.scn\n");
     return 2;
 }
 
@@ -35,11 +40,30 @@ static int num(const char *v, uint64_t *out)
     return *end == '\0' ? 0 : -1;
 }
 
+/* Fault counters of the last run. */
+static void print_net(const scn_runner *r)
+{
+    nicsim_stats st;
+    char spec[512];
+    scn_runner_faults_text(r, spec, sizeof spec);
+    scn_runner_net_stats(r, &st);
+    printf("faults %s: %" PRIu64 " packets sent, %" PRIu64 " delivered, %"
+           PRIu64 " rejected; dropped %" PRIu64 " (+%" PRIu64
+           " black hole, %" PRIu64 " killed), dup %" PRIu64
+           " (accepted %" PRIu64 ", rejected %" PRIu64 "), corrupt %" PRIu64
+           " (accepted %" PRIu64 ", rejected %" PRIu64 "), delayed %" PRIu64
+           ", reordered %" PRIu64 ", stalls %" PRIu64 ", kills %" PRIu64 "\n",
+           spec, st.sends, st.deliveries, st.rejects, st.drops, st.blackholed,
+           st.killed_pkts, st.dups, st.dup_accepted, st.dup_rejected,
+           st.corrupts, st.corrupt_accepted, st.corrupt_rejected, st.delays,
+           st.reorders, st.stalls, st.kills);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, seeds = 1, max_runs = 2000000, k;
     int trace = 0, exhaustive = 0, i, rc = 0;
-    const char *file = NULL;
+    const char *file = NULL, *faults = NULL;
     char err[512];
     scn *s;
     scn_runner *r;
@@ -55,6 +79,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
             if (num(argv[++i], &max_runs) != 0)
                 return usage();
+        } else if (strcmp(argv[i], "--faults") == 0 && i + 1 < argc) {
+            faults = argv[++i];
         } else if (strcmp(argv[i], "--trace") == 0) {
             trace = 1;
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
@@ -73,6 +99,13 @@ int main(int argc, char **argv)
     }
     if (scn_runner_new(s, &r) != 0) {
         fprintf(stderr, "quay-sim: out of memory\n");
+        scn_free(s);
+        return 2;
+    }
+    if (faults != NULL &&
+        scn_runner_set_faults(r, faults, err, sizeof err) != 0) {
+        fprintf(stderr, "quay-sim: %s\n", err);
+        scn_runner_free(r);
         scn_free(s);
         return 2;
     }
@@ -126,6 +159,8 @@ int main(int argc, char **argv)
         printf("summary of seed %" PRIu64 ":\n", last);
         scn_print_summary(r, stdout);
     }
+    if (scn_runner_faults_active(r))
+        print_net(r);
     scn_runner_free(r);
     scn_free(s);
     return rc == 0 ? 0 : (rc > 0 ? 1 : 2);

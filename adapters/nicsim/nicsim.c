@@ -13,9 +13,31 @@
  * counts the stamps that are still current (FIFO mode: blocked link heads,
  * reorder mode: blocked packets), so the number of deliverable choices is
  * known without a scan.
+ *
+ * Faults (all off by default; nothing below draws or allocates while
+ * every knob is 0):
+ *   - a delayed packet sits in the `pen` (a min-heap on (due, seq)), off
+ *     its link, so it is neither a candidate nor a FIFO blocker; it joins
+ *     the tail of its link when the clock reaches `due`;
+ *   - a stalled destination is in `stalled`; its packets stay on their
+ *     links but are subtracted from the deliverable count (per node:
+ *     `nin_links` / `nin_pkts` candidates, minus its `nblocked`) and
+ *     skipped by the scans;
+ *   - `settle` runs after every event: it performs kills that are due,
+ *     releases the pen, ends stalls, and when nothing is enabled while
+ *     packets are held, moves the clock to the first release;
+ *   - fault decisions draw from `frng`, a stream of its own, so the
+ *     scheduler's draws are those of a fault-free run until a fault
+ *     actually changes what happens.
+ * FIFO-mode invariant kept by every fault path: only a link head carries
+ * a current EAGAIN stamp (a head pushed back by an insertion, and a
+ * packet purged by a kill, has its stamp uncounted and cleared).
  */
 #include "nicsim.h"
 
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +57,18 @@ typedef struct ns_pkt {
     int32_t dst;
     uint64_t len;
     uint32_t cls;
+    uint8_t is_copy;   /* made by dup_ppm */
+    uint8_t fated;     /* drop / corrupt decided (first offer) */
+    uint8_t corrupted;
     unsigned char data[];
 } ns_pkt;
+
+/* Per-link fault state, allocated on first override / black hole. */
+typedef struct ns_lfx {
+    int has_faults;        /* `f` overrides nicsim_config.faults */
+    nicsim_faults f;
+    uint64_t blackhole_at; /* clock time, or NS_NEVER */
+} ns_lfx;
 
 typedef struct ns_link {
     ns_pkt **ring;
@@ -44,6 +76,7 @@ typedef struct ns_link {
     uint32_t len;
     uint32_t cap;    /* power of two, or 0 */
     uint32_t active; /* index in sim->active, or NS_NONE */
+    ns_lfx *fx;      /* NULL: config defaults, no black hole */
 } ns_link;
 
 typedef struct ns_node {
@@ -51,7 +84,26 @@ typedef struct ns_node {
     uint64_t epoch;
     uint32_t nblocked;  /* stamps equal to `epoch` (see top comment) */
     uint32_t dirty_idx; /* index in sim->dirty, or NS_NONE */
+    uint32_t nin_links; /* non-empty links into this node */
+    uint32_t nin_pkts;  /* packets on links into this node */
+    uint32_t stall_ppm;
+    uint32_t stall_max;
+    uint32_t stall_idx; /* index in sim->stalled, or NS_NONE */
+    uint64_t stall_until;
+    int killed;
 } ns_node;
+
+/* A packet held off its link (delay). */
+typedef struct ns_held {
+    uint64_t due;
+    uint64_t seq;
+    ns_pkt *p;
+} ns_held;
+
+typedef struct ns_kill {
+    int32_t rank;
+    uint64_t at;
+} ns_kill;
 
 typedef struct ns_opd {
     int32_t rank;
@@ -68,8 +120,21 @@ struct nicsim {
     uint32_t *active; /* link ids (src * n + dst) with packets */
     uint32_t nactive;
     uint32_t capactive;
-    uint64_t ninflight;
+    uint64_t ninflight; /* on links + held */
+    uint64_t nlinked;   /* on links */
     uint64_t nblocked; /* sum of nodes[].nblocked */
+
+    ns_held *pen; /* min-heap on (due, seq) */
+    uint32_t npen;
+    uint32_t cappen;
+    uint64_t pen_seq;
+    int32_t *stalled; /* stalled destinations (n entries) */
+    uint32_t nstalled;
+    ns_kill *kills;   /* scheduled kills, in scheduling order */
+    uint32_t nkills;
+    uint32_t capkills;
+    uint64_t now;     /* the clock (nicsim_now) */
+    uint64_t frng[4]; /* fault decisions */
 
     int32_t *dirty;
     uint32_t ndirty;
@@ -137,6 +202,16 @@ static uint32_t rng_below(uint64_t s[4], uint32_t bound)
     return (uint32_t)(m >> 32);
 }
 
+/* Uniform in [0, bound), bound > 0. */
+static uint64_t rng_below64(uint64_t s[4], uint64_t bound)
+{
+    uint64_t t = (0 - bound) % bound, x;
+    do
+        x = rng_next(s);
+    while (x < t);
+    return x % bound;
+}
+
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                        */
 /* ------------------------------------------------------------------ */
@@ -197,6 +272,9 @@ static ns_pkt *pkt_alloc(nicsim *sim, uint64_t len)
     p->next = NULL;
     p->len = len;
     p->blocked_epoch = NS_NEVER;
+    p->is_copy = 0;
+    p->fated = 0;
+    p->corrupted = 0;
     return p;
 }
 
@@ -263,10 +341,8 @@ static void mark_dirty(nicsim *sim, int32_t r)
 /* Links                                                                */
 /* ------------------------------------------------------------------ */
 
-static int link_push(nicsim *sim, int32_t src, int32_t dst, ns_pkt *p)
+static int ensure_row(nicsim *sim, int32_t src)
 {
-    uint32_t id;
-    ns_link *l;
     if (sim->rows[src] == NULL) {
         ns_link *row = calloc(sim->n, sizeof *row);
         uint32_t i;
@@ -276,6 +352,25 @@ static int link_push(nicsim *sim, int32_t src, int32_t dst, ns_pkt *p)
             row[i].active = NS_NONE;
         sim->rows[src] = row;
     }
+    return 0;
+}
+
+/* The EAGAIN stamp of the packet at `idx` of `l` counts in nblocked. */
+static int stamp_counted(const nicsim *sim, const ns_link *l, uint32_t idx);
+
+/* Forget the stamp of the packet at `idx` (it leaves the head, or the
+ * link), uncounting it if it counted. */
+static void unstamp(nicsim *sim, ns_link *l, uint32_t idx);
+
+/* Queue `p` on its link at position `idx` (<= len; len: the tail). */
+static int link_insert(nicsim *sim, ns_pkt *p, uint32_t idx)
+{
+    int32_t src = p->src, dst = p->dst;
+    uint32_t id;
+    ns_link *l;
+    int rc = ensure_row(sim, src);
+    if (rc != 0)
+        return rc;
     id = (uint32_t)src * sim->n + (uint32_t)dst;
     l = &sim->rows[src][dst];
     if (l->active == NS_NONE && sim->nactive == sim->capactive) {
@@ -302,15 +397,24 @@ static int link_push(nicsim *sim, int32_t src, int32_t dst, ns_pkt *p)
         l->head = 0;
         l->cap = ncap;
     }
-    l->ring[(l->head + l->len) & (l->cap - 1)] = p;
+    if (idx >= l->len) {
+        l->ring[(l->head + l->len) & (l->cap - 1)] = p;
+    } else {
+        uint32_t mask = l->cap - 1, i;
+        if (idx == 0 && !sim->cfg.reorder)
+            unstamp(sim, l, 0); /* the old head is a head no more */
+        for (i = l->len; i > idx; i--)
+            l->ring[(l->head + i) & mask] = l->ring[(l->head + i - 1) & mask];
+        l->ring[(l->head + idx) & mask] = p;
+    }
     l->len++;
     if (l->active == NS_NONE) {
         l->active = sim->nactive;
         sim->active[sim->nactive++] = id;
+        sim->nodes[dst].nin_links++;
     }
-    sim->ninflight++;
-    if (sim->ninflight > sim->st.inflight_peak)
-        sim->st.inflight_peak = sim->ninflight;
+    sim->nodes[dst].nin_pkts++;
+    sim->nlinked++;
     return 0;
 }
 
@@ -319,11 +423,28 @@ static ns_pkt *link_at(const ns_link *l, uint32_t i)
     return l->ring[(l->head + i) & (l->cap - 1)];
 }
 
+static int stamp_counted(const nicsim *sim, const ns_link *l, uint32_t idx)
+{
+    return (sim->cfg.reorder || idx == 0) && pkt_blocked(sim, link_at(l, idx));
+}
+
+static void unstamp(nicsim *sim, ns_link *l, uint32_t idx)
+{
+    ns_pkt *p = link_at(l, idx);
+    if (stamp_counted(sim, l, idx)) {
+        sim->nodes[p->dst].nblocked--;
+        sim->nblocked--;
+    }
+    p->blocked_epoch = NS_NEVER;
+}
+
 /* Unlink the packet at position `idx` of link `id`, keeping the order of
- * the others (shift the shorter side). */
+ * the others (shift the shorter side). The caller accounts for ninflight
+ * and the packet itself. */
 static void link_remove(nicsim *sim, uint32_t id, uint32_t idx)
 {
     ns_link *l = link_get(sim, id);
+    ns_node *dn = &sim->nodes[id % sim->n];
     uint32_t mask = l->cap - 1, i;
     if (idx < l->len / 2) {
         for (i = idx; i > 0; i--)
@@ -334,7 +455,8 @@ static void link_remove(nicsim *sim, uint32_t id, uint32_t idx)
             l->ring[(l->head + i) & mask] = l->ring[(l->head + i + 1) & mask];
     }
     l->len--;
-    sim->ninflight--;
+    sim->nlinked--;
+    dn->nin_pkts--;
     if (l->len == 0) {
         uint32_t a = l->active;
         sim->nactive--;
@@ -345,7 +467,187 @@ static void link_remove(nicsim *sim, uint32_t id, uint32_t idx)
         }
         l->active = NS_NONE;
         l->head = 0;
+        dn->nin_links--;
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Fault helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Yes with probability ppm / 1e6; no draw at 0 or at certainty. */
+static int draw_ppm(nicsim *sim, uint32_t ppm)
+{
+    if (ppm == 0)
+        return 0;
+    if (ppm >= NICSIM_PPM_ONE)
+        return 1;
+    return rng_below(sim->frng, NICSIM_PPM_ONE) < ppm;
+}
+
+/* K uniform in 1..max (0: the default). */
+static uint32_t draw_hold(nicsim *sim, uint32_t max)
+{
+    if (max == 0)
+        max = NICSIM_HOLD_MAX_DEFAULT;
+    return max == 1 ? 1 : 1 + rng_below(sim->frng, max);
+}
+
+static const nicsim_faults *link_faults(const nicsim *sim, int32_t src,
+                                        int32_t dst)
+{
+    const ns_link *row = sim->rows[src];
+    if (row != NULL && row[dst].fx != NULL && row[dst].fx->has_faults)
+        return &row[dst].fx->f;
+    return &sim->cfg.faults;
+}
+
+static int link_blackholed(const nicsim *sim, int32_t src, int32_t dst)
+{
+    const ns_link *row = sim->rows[src];
+    return row != NULL && row[dst].fx != NULL &&
+           sim->now >= row[dst].fx->blackhole_at;
+}
+
+static ns_lfx *link_fx(nicsim *sim, int32_t src, int32_t dst)
+{
+    ns_link *l;
+    if (ensure_row(sim, src) != 0)
+        return NULL;
+    l = &sim->rows[src][dst];
+    if (l->fx == NULL) {
+        l->fx = calloc(1, sizeof *l->fx);
+        if (l->fx == NULL)
+            return NULL;
+        l->fx->blackhole_at = NS_NEVER;
+    }
+    return l->fx;
+}
+
+static int valid_faults(const nicsim_faults *f)
+{
+    return f->drop_ppm <= NICSIM_PPM_ONE && f->dup_ppm <= NICSIM_PPM_ONE &&
+           f->corrupt_ppm <= NICSIM_PPM_ONE &&
+           f->delay_ppm <= NICSIM_PPM_ONE &&
+           f->reorder_ppm <= NICSIM_PPM_ONE &&
+           f->delay_max <= NICSIM_HOLD_MAX_LIMIT;
+}
+
+static int pen_less(const ns_held *a, const ns_held *b)
+{
+    return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void pen_sift_down(nicsim *sim, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+        ns_held t;
+        if (l < sim->npen && pen_less(&sim->pen[l], &sim->pen[m]))
+            m = l;
+        if (l + 1 < sim->npen && pen_less(&sim->pen[l + 1], &sim->pen[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        t = sim->pen[i];
+        sim->pen[i] = sim->pen[m];
+        sim->pen[m] = t;
+        i = m;
+    }
+}
+
+static int pen_push(nicsim *sim, ns_pkt *p, uint64_t due)
+{
+    uint32_t i;
+    if (sim->npen == sim->cappen) {
+        uint32_t ncap = sim->cappen ? sim->cappen * 2 : 16;
+        ns_held *np;
+        if (ncap < sim->cappen)
+            return QUAY_ENOMEM;
+        np = realloc(sim->pen, (size_t)ncap * sizeof *np);
+        if (np == NULL)
+            return QUAY_ENOMEM;
+        sim->pen = np;
+        sim->cappen = ncap;
+    }
+    i = sim->npen++;
+    sim->pen[i].due = due;
+    sim->pen[i].seq = sim->pen_seq++;
+    sim->pen[i].p = p;
+    while (i > 0) {
+        uint32_t up = (i - 1) / 2;
+        ns_held t;
+        if (!pen_less(&sim->pen[i], &sim->pen[up]))
+            break;
+        t = sim->pen[i];
+        sim->pen[i] = sim->pen[up];
+        sim->pen[up] = t;
+        i = up;
+    }
+    return 0;
+}
+
+static ns_pkt *pen_pop(nicsim *sim)
+{
+    ns_pkt *p = sim->pen[0].p;
+    sim->npen--;
+    if (sim->npen > 0) {
+        sim->pen[0] = sim->pen[sim->npen];
+        pen_sift_down(sim, 0);
+    }
+    return p;
+}
+
+static int node_stalled(const nicsim *sim, int32_t r)
+{
+    return sim->nodes[r].stall_idx != NS_NONE;
+}
+
+static void stall_end(nicsim *sim, int32_t r)
+{
+    ns_node *nd = &sim->nodes[r];
+    uint32_t i = nd->stall_idx;
+    if (i == NS_NONE)
+        return;
+    sim->nstalled--;
+    if (i != sim->nstalled) {
+        int32_t last = sim->stalled[sim->nstalled];
+        sim->stalled[i] = last;
+        sim->nodes[last].stall_idx = i;
+    }
+    nd->stall_idx = NS_NONE;
+}
+
+static void emit_fault(nicsim *sim, int kind, int32_t rank, int32_t peer,
+                       const ns_pkt *p, uint64_t aux)
+{
+    nicsim_event ev;
+    if (sim->event_cb == NULL)
+        return;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.rank = rank;
+    ev.peer = peer;
+    ev.aux = aux;
+    if (p != NULL) {
+        ev.pkt_id = p->id;
+        ev.len = p->len;
+        ev.data = p->data;
+    }
+    emit(sim, &ev);
+}
+
+/* A packet that left the network without being offered to its engine. */
+static void pkt_lost(nicsim *sim, ns_pkt *p, uint64_t reason)
+{
+    if (reason == NICSIM_DROP_RANDOM)
+        sim->st.drops++;
+    else if (reason == NICSIM_DROP_BLACKHOLE)
+        sim->st.blackholed++;
+    else
+        sim->st.killed_pkts++;
+    emit_fault(sim, NICSIM_EV_DROP, p->dst, p->src, p, reason);
+    pkt_release(sim, p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -370,13 +672,59 @@ static void opd_push(nicsim *sim, int32_t r, uint64_t token, int status)
     sim->nopd++;
 }
 
+/* Put a packet that is on the wire on its way: held off its link
+ * (delay_ppm), or queued on it, possibly ahead of others (reorder_ppm).
+ * The fault event to report afterwards goes to *fev (kind 0: none). */
+static int place(nicsim *sim, ns_pkt *p, const nicsim_faults *f,
+                 nicsim_event *fev)
+{
+    const ns_link *row;
+    uint32_t len, idx;
+    int rc;
+    fev->kind = 0;
+    if (draw_ppm(sim, f->delay_ppm)) {
+        uint32_t k = draw_hold(sim, f->delay_max);
+        rc = pen_push(sim, p, sim->now + k);
+        if (rc != 0)
+            return rc;
+        sim->st.delays++;
+        fev->kind = NICSIM_EV_DELAY;
+        fev->aux = k;
+    } else {
+        row = sim->rows[p->src];
+        len = row != NULL ? row[p->dst].len : 0;
+        idx = len;
+        if (len > 0 && draw_ppm(sim, f->reorder_ppm))
+            idx = rng_below(sim->frng, len);
+        rc = link_insert(sim, p, idx);
+        if (rc != 0)
+            return rc;
+        if (idx < len) {
+            sim->st.reorders++;
+            fev->kind = NICSIM_EV_REORDER;
+            fev->aux = len - idx;
+        }
+    }
+    sim->ninflight++;
+    if (sim->ninflight > sim->st.inflight_peak)
+        sim->st.inflight_peak = sim->ninflight;
+    return 0;
+}
+
+static void emit_placed(nicsim *sim, const ns_pkt *p, const nicsim_event *fev)
+{
+    if (fev->kind != 0)
+        emit_fault(sim, fev->kind, p->src, p->dst, p, fev->aux);
+}
+
 static void pull_send(nicsim *sim, int32_t r, const quay_action *a)
 {
     uint64_t total = 0;
     uint32_t i;
     ns_pkt *p;
-    nicsim_event ev;
-    int rc;
+    nicsim_event ev, fev;
+    const nicsim_faults *f;
+    int rc, lost = -1;
 
     if (a->peer < 0 || (uint32_t)a->peer >= sim->n || a->iovcnt < 1 ||
         a->iovcnt > QUAY_ACTION_IOV_MAX) {
@@ -401,15 +749,28 @@ static void pull_send(nicsim *sim, int32_t r, const quay_action *a)
     p->id = sim->next_pkt_id++;
     p->src = r;
     p->dst = a->peer;
-    rc = link_push(sim, r, a->peer, p);
-    if (rc != 0) {
-        pkt_release(sim, p);
-        note_error(sim, r, a->peer, rc);
-        opd_push(sim, r, a->token, QUAY_EPEER);
-        return;
+    f = link_faults(sim, r, a->peer);
+    fev.kind = 0;
+    if (sim->nodes[r].killed || sim->nodes[a->peer].killed)
+        lost = NICSIM_DROP_KILLED;
+    else if (link_blackholed(sim, r, a->peer))
+        lost = NICSIM_DROP_BLACKHOLE;
+    if (lost < 0) {
+        rc = place(sim, p, f, &fev);
+        if (rc != 0) {
+            pkt_release(sim, p);
+            note_error(sim, r, a->peer, rc);
+            opd_push(sim, r, a->token, QUAY_EPEER);
+            return;
+        }
     }
     sim->st.sends++;
-    opd_push(sim, r, a->token, 0);
+    if (sim->nodes[r].killed) {
+        sim->st.epeer_op_dones++;
+        opd_push(sim, r, a->token, QUAY_EPEER);
+    } else {
+        opd_push(sim, r, a->token, 0);
+    }
     if (sim->event_cb != NULL) {
         memset(&ev, 0, sizeof ev);
         ev.kind = NICSIM_EV_SEND;
@@ -420,6 +781,34 @@ static void pull_send(nicsim *sim, int32_t r, const quay_action *a)
         ev.len = p->len;
         ev.data = p->data;
         emit(sim, &ev);
+    }
+    if (lost >= 0) {
+        pkt_lost(sim, p, (uint64_t)lost);
+        return;
+    }
+    emit_placed(sim, p, &fev);
+    if (draw_ppm(sim, f->dup_ppm)) {
+        ns_pkt *c = pkt_alloc(sim, p->len);
+        if (c == NULL) {
+            note_error(sim, r, a->peer, QUAY_ENOMEM);
+            return;
+        }
+        /* `p` may sit in the pen or on the link: its bytes are intact */
+        if (p->len != 0)
+            memcpy(c->data, p->data, (size_t)p->len);
+        c->id = sim->next_pkt_id++;
+        c->src = r;
+        c->dst = a->peer;
+        c->is_copy = 1;
+        rc = place(sim, c, f, &fev);
+        if (rc != 0) {
+            pkt_release(sim, c);
+            note_error(sim, r, a->peer, rc);
+            return;
+        }
+        sim->st.dups++;
+        emit_fault(sim, NICSIM_EV_DUP, r, a->peer, c, p->id);
+        emit_placed(sim, c, &fev);
     }
 }
 
@@ -500,6 +889,30 @@ static void pull(nicsim *sim, int32_t r)
         bump(sim, r);
 }
 
+/* Flip 1..3 distinct bits of `p`. */
+static void corrupt(nicsim *sim, ns_pkt *p)
+{
+    uint64_t nbits = p->len * 8, pos[3];
+    uint32_t nb = 1 + rng_below(sim->frng, 3), i, j;
+    if (nb > nbits)
+        nb = (uint32_t)nbits;
+    for (i = 0; i < nb; i++) {
+        int fresh;
+        do {
+            pos[i] = rng_below64(sim->frng, nbits);
+            fresh = 1;
+            for (j = 0; j < i; j++)
+                if (pos[j] == pos[i])
+                    fresh = 0;
+        } while (!fresh);
+        p->data[pos[i] >> 3] ^= (unsigned char)(1u << (pos[i] & 7));
+    }
+    p->corrupted = 1;
+    sim->st.corrupts++;
+    sim->st.corrupt_bits += nb;
+    emit_fault(sim, NICSIM_EV_CORRUPT, p->dst, p->src, p, nb);
+}
+
 /* DELIVER the packet at position `idx` of link `id`. */
 static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
 {
@@ -510,6 +923,33 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
     nicsim_event ev;
     int rc;
 
+    if (l->fx != NULL && link_blackholed(sim, src, dst)) {
+        link_remove(sim, id, idx);
+        sim->ninflight--;
+        pkt_lost(sim, p, NICSIM_DROP_BLACKHOLE);
+        return;
+    }
+    if (draw_ppm(sim, nd->stall_ppm)) {
+        uint32_t k = draw_hold(sim, nd->stall_max);
+        nd->stall_until = sim->now + k;
+        nd->stall_idx = sim->nstalled;
+        sim->stalled[sim->nstalled++] = dst;
+        sim->st.stalls++;
+        emit_fault(sim, NICSIM_EV_STALL, dst, src, p, k);
+        return;
+    }
+    if (!p->fated) {
+        const nicsim_faults *f = link_faults(sim, src, dst);
+        p->fated = 1;
+        if (draw_ppm(sim, f->drop_ppm)) {
+            link_remove(sim, id, idx);
+            sim->ninflight--;
+            pkt_lost(sim, p, NICSIM_DROP_RANDOM);
+            return;
+        }
+        if (p->len > 0 && draw_ppm(sim, f->corrupt_ppm))
+            corrupt(sim, p);
+    }
     if (sim->event_cb != NULL) {
         memset(&ev, 0, sizeof ev);
         ev.kind = NICSIM_EV_DELIVER;
@@ -539,12 +979,17 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
         return;
     }
     link_remove(sim, id, idx);
+    sim->ninflight--;
     if (rc == 0) {
         sim->st.deliveries++;
         sim->st.bytes_delivered += p->len;
+        sim->st.dup_accepted += p->is_copy;
+        sim->st.corrupt_accepted += p->corrupted;
         bump(sim, dst);
         mark_dirty(sim, dst);
     } else {
+        sim->st.dup_rejected += p->is_copy;
+        sim->st.corrupt_rejected += p->corrupted;
         if (rc == QUAY_EPROTO || rc == QUAY_ESTATE)
             sim->st.rejects++;
         else if (rc <= QUAY_ERR_FATAL)
@@ -599,8 +1044,13 @@ static void op_done(nicsim *sim, uint32_t i)
 /* Deliverable choices now. */
 static uint32_t n_deliverable(const nicsim *sim)
 {
-    uint64_t cand = sim->cfg.reorder ? sim->ninflight : sim->nactive;
+    uint64_t cand = sim->cfg.reorder ? sim->nlinked : sim->nactive;
     uint64_t n = cand - sim->nblocked;
+    uint32_t i;
+    for (i = 0; i < sim->nstalled; i++) {
+        const ns_node *nd = &sim->nodes[sim->stalled[i]];
+        n -= (sim->cfg.reorder ? nd->nin_pkts : nd->nin_links) - nd->nblocked;
+    }
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
@@ -611,6 +1061,8 @@ static void deliver_kth(nicsim *sim, uint32_t k)
     for (i = 0; i < sim->nactive; i++) {
         uint32_t id = sim->active[i];
         ns_link *l = link_get(sim, id);
+        if (sim->nstalled != 0 && node_stalled(sim, (int32_t)(id % sim->n)))
+            continue;
         if (!sim->cfg.reorder) {
             if (pkt_blocked(sim, link_at(l, 0)))
                 continue;
@@ -641,6 +1093,107 @@ static void deliver_kth(nicsim *sim, uint32_t k)
     }
 }
 
+/* Discard every packet of link src -> dst. */
+static void purge_link(nicsim *sim, int32_t src, int32_t dst)
+{
+    ns_link *l;
+    uint32_t id = (uint32_t)src * sim->n + (uint32_t)dst;
+    if (sim->rows[src] == NULL)
+        return;
+    l = &sim->rows[src][dst];
+    while (l->len > 0) {
+        ns_pkt *p = link_at(l, 0);
+        unstamp(sim, l, 0);
+        link_remove(sim, id, 0);
+        sim->ninflight--;
+        pkt_lost(sim, p, NICSIM_DROP_KILLED);
+    }
+}
+
+static void do_kill(nicsim *sim, int32_t r)
+{
+    ns_node *nd = &sim->nodes[r];
+    uint32_t i, k;
+    if (nd->killed)
+        return;
+    nd->killed = 1;
+    sim->st.kills++;
+    emit_fault(sim, NICSIM_EV_KILL, r, -1, NULL, 0);
+    for (i = 0; i < sim->n; i++)
+        purge_link(sim, r, (int32_t)i);
+    for (i = 0; i < sim->n; i++)
+        if ((int32_t)i != r)
+            purge_link(sim, (int32_t)i, r);
+    for (i = 0, k = 0; i < sim->npen; i++) {
+        ns_pkt *p = sim->pen[i].p;
+        if (p->src == r || p->dst == r) {
+            sim->ninflight--;
+            pkt_lost(sim, p, NICSIM_DROP_KILLED);
+        } else {
+            sim->pen[k++] = sim->pen[i];
+        }
+    }
+    sim->npen = k;
+    for (i = sim->npen / 2; i-- > 0;)
+        pen_sift_down(sim, i);
+    for (i = 0; i < sim->nopd; i++) {
+        if (sim->opd[i].rank == r && sim->opd[i].status == 0) {
+            sim->opd[i].status = QUAY_EPEER;
+            sim->st.epeer_op_dones++;
+        }
+    }
+    stall_end(sim, r);
+}
+
+/* After every event: kills that are due, held packets whose time came,
+ * stalls that ended; and if nothing is enabled while packets are still
+ * held back, move the clock to the next release (see nicsim_now). */
+static void settle(nicsim *sim)
+{
+    for (;;) {
+        uint64_t next = NS_NEVER;
+        uint32_t i = 0;
+        while (i < sim->nkills) {
+            if (sim->kills[i].at <= sim->now) {
+                int32_t r = sim->kills[i].rank;
+                memmove(&sim->kills[i], &sim->kills[i + 1],
+                        (sim->nkills - i - 1) * sizeof *sim->kills);
+                sim->nkills--;
+                do_kill(sim, r);
+            } else {
+                i++;
+            }
+        }
+        while (sim->npen > 0 && sim->pen[0].due <= sim->now) {
+            ns_pkt *p = pen_pop(sim);
+            int rc = link_insert(sim, p, UINT32_MAX);
+            if (rc != 0) {
+                note_error(sim, p->dst, p->src, rc);
+                sim->ninflight--;
+                pkt_lost(sim, p, NICSIM_DROP_RANDOM);
+            }
+        }
+        i = 0;
+        while (i < sim->nstalled) {
+            int32_t r = sim->stalled[i];
+            if (sim->nodes[r].stall_until <= sim->now)
+                stall_end(sim, r); /* swaps another one into i */
+            else
+                i++;
+        }
+        if (sim->npen == 0 && sim->nstalled == 0)
+            return;
+        if (sim->ndirty + n_deliverable(sim) + sim->nopd != 0)
+            return;
+        if (sim->npen > 0)
+            next = sim->pen[0].due;
+        for (i = 0; i < sim->nstalled; i++)
+            if (sim->nodes[sim->stalled[i]].stall_until < next)
+                next = sim->nodes[sim->stalled[i]].stall_until;
+        sim->now = next;
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Public API                                                           */
 /* ------------------------------------------------------------------ */
@@ -666,10 +1219,9 @@ int nicsim_new(const nicsim_config *cfg, nicsim **psim)
     if (cfg->version != NICSIM_CONFIG_VERSION)
         return QUAY_EVERSION;
     if (cfg->nranks < 1 || cfg->nranks > NICSIM_MAX_RANKS ||
-        cfg->reorder > 1 || cfg->auto_pull > 1)
+        cfg->reorder > 1 || cfg->auto_pull > 1 || !valid_faults(&cfg->faults) ||
+        cfg->stall_ppm > NICSIM_PPM_ONE || cfg->stall_max > NICSIM_HOLD_MAX_LIMIT)
         return QUAY_EINVAL;
-    if (cfg->drop_ppm != 0 || cfg->dup_ppm != 0 || cfg->corrupt_ppm != 0)
-        return QUAY_ENOTSUP;
 
     sim = calloc(1, sizeof *sim);
     if (sim == NULL)
@@ -679,15 +1231,24 @@ int nicsim_new(const nicsim_config *cfg, nicsim **psim)
     sim->nodes = calloc(sim->n, sizeof *sim->nodes);
     sim->rows = calloc(sim->n, sizeof *sim->rows);
     sim->dirty = calloc(sim->n, sizeof *sim->dirty);
-    if (sim->nodes == NULL || sim->rows == NULL || sim->dirty == NULL) {
+    sim->stalled = calloc(sim->n, sizeof *sim->stalled);
+    if (sim->nodes == NULL || sim->rows == NULL || sim->dirty == NULL ||
+        sim->stalled == NULL) {
         nicsim_free(sim);
         return QUAY_ENOMEM;
     }
-    for (i = 0; i < sim->n; i++)
+    for (i = 0; i < sim->n; i++) {
         sim->nodes[i].dirty_idx = NS_NONE;
+        sim->nodes[i].stall_idx = NS_NONE;
+        sim->nodes[i].stall_ppm = cfg->stall_ppm;
+        sim->nodes[i].stall_max = cfg->stall_max;
+    }
     x = cfg->seed;
     for (i = 0; i < 4; i++)
         sim->rng[i] = splitmix64(&x);
+    /* the fault stream continues the same splitmix64 sequence */
+    for (i = 0; i < 4; i++)
+        sim->frng[i] = splitmix64(&x);
     *psim = sim;
     return 0;
 }
@@ -708,6 +1269,7 @@ void nicsim_free(nicsim *sim)
                 for (k = 0; k < l->len; k++)
                     free(link_at(l, k));
                 free(l->ring);
+                free(l->fx);
             }
             free(row);
         }
@@ -720,6 +1282,11 @@ void nicsim_free(nicsim *sim)
             p = nx;
         }
     }
+    for (i = 0; i < sim->npen; i++)
+        free(sim->pen[i].p);
+    free(sim->pen);
+    free(sim->stalled);
+    free(sim->kills);
     free(sim->rows);
     free(sim->nodes);
     free(sim->dirty);
@@ -792,25 +1359,20 @@ int nicsim_step_choose(nicsim *sim, uint32_t choice)
     uint32_t nd;
     if (sim == NULL)
         return QUAY_EINVAL;
+    nd = n_deliverable(sim);
+    if (choice >= sim->ndirty + nd + sim->nopd)
+        return QUAY_EINVAL;
     sim->step_fatal = 0;
+    sim->now++;
     if (choice < sim->ndirty) {
         pull(sim, sim->dirty[choice]);
-        goto done;
+    } else if (choice - sim->ndirty < nd) {
+        deliver_kth(sim, choice - sim->ndirty);
+    } else {
+        op_done(sim, choice - sim->ndirty - nd);
     }
-    choice -= sim->ndirty;
-    nd = n_deliverable(sim);
-    if (choice < nd) {
-        deliver_kth(sim, choice);
-        goto done;
-    }
-    choice -= nd;
-    if (choice < sim->nopd) {
-        op_done(sim, choice);
-        goto done;
-    }
-    return QUAY_EINVAL;
-done:
     sim->st.steps++;
+    settle(sim);
     return sim->step_fatal != 0 ? sim->step_fatal : 1;
 }
 
@@ -831,10 +1393,13 @@ int nicsim_step(nicsim *sim)
         uint32_t id = sim->active[rng_below(sim->rng, sim->nactive)];
         ns_link *l = link_get(sim, id);
         uint32_t idx = sim->cfg.reorder ? rng_below(sim->rng, l->len) : 0;
-        if (!pkt_blocked(sim, link_at(l, idx))) {
+        if (!pkt_blocked(sim, link_at(l, idx)) &&
+            (sim->nstalled == 0 || !node_stalled(sim, (int32_t)(id % sim->n)))) {
             sim->step_fatal = 0;
+            sim->now++;
             deliver(sim, id, idx);
             sim->st.steps++;
+            settle(sim);
             return sim->step_fatal != 0 ? sim->step_fatal : 1;
         }
     }
@@ -867,4 +1432,474 @@ void nicsim_get_stats(const nicsim *sim, nicsim_stats *st)
     *st = sim->st;
     st->inflight = sim->ninflight;
     st->pending_op_done = sim->nopd;
+    st->now = sim->now;
+    st->delayed = sim->npen;
+}
+
+int nicsim_selfcheck(const nicsim *sim)
+{
+    uint64_t linked = 0, blocked = 0, deliverable = 0;
+    uint32_t i, j, k, nactive = 0;
+    for (i = 0; i < sim->n; i++) {
+        uint32_t inl = 0, inp = 0, nb = 0;
+        for (j = 0; j < sim->n; j++) {
+            const ns_link *l = sim->rows[j] != NULL ? &sim->rows[j][i] : NULL;
+            if (l == NULL || l->len == 0) {
+                if (l != NULL && l->active != NS_NONE)
+                    return 1;
+                continue;
+            }
+            if (l->active == NS_NONE || l->active >= sim->nactive ||
+                sim->active[l->active] != j * sim->n + i)
+                return 2;
+            nactive++;
+            inl++;
+            inp += l->len;
+            for (k = 0; k < l->len; k++) {
+                const ns_pkt *p = link_at(l, k);
+                int cur = pkt_blocked(sim, p);
+                if (p->src != (int32_t)j || p->dst != (int32_t)i)
+                    return 3;
+                if (cur && !sim->cfg.reorder && k != 0)
+                    return 4; /* FIFO: a current stamp off the head */
+                nb += (uint32_t)cur;
+                if (!cur && (sim->cfg.reorder || k == 0) &&
+                    !node_stalled(sim, (int32_t)i))
+                    deliverable++;
+            }
+        }
+        if (inl != sim->nodes[i].nin_links || inp != sim->nodes[i].nin_pkts)
+            return 5;
+        if (nb != sim->nodes[i].nblocked)
+            return 6;
+        if (sim->nodes[i].stall_idx != NS_NONE &&
+            (sim->nodes[i].stall_idx >= sim->nstalled ||
+             sim->stalled[sim->nodes[i].stall_idx] != (int32_t)i ||
+             sim->nodes[i].killed))
+            return 7;
+        linked += inp;
+        blocked += nb;
+    }
+    if (nactive != sim->nactive || linked != sim->nlinked ||
+        blocked != sim->nblocked)
+        return 8;
+    if (sim->ninflight != sim->nlinked + sim->npen)
+        return 9;
+    if (deliverable != n_deliverable(sim))
+        return 10;
+    for (i = 1; i < sim->npen; i++)
+        if (pen_less(&sim->pen[i], &sim->pen[(i - 1) / 2]))
+            return 11;
+    for (i = 0; i < sim->npen; i++)
+        if (sim->nodes[sim->pen[i].p->src].killed ||
+            sim->nodes[sim->pen[i].p->dst].killed)
+            return 12;
+    /* settled: nothing enabled means nothing held back */
+    if (sim->ndirty + n_deliverable(sim) + sim->nopd == 0 &&
+        (sim->npen != 0 || sim->nstalled != 0))
+        return 13;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Faults: public API                                                   */
+/* ------------------------------------------------------------------ */
+
+uint64_t nicsim_now(const nicsim *sim)
+{
+    return sim == NULL ? 0 : sim->now;
+}
+
+static int rank_ok(const nicsim *sim, int32_t r)
+{
+    return r >= 0 && (uint32_t)r < sim->n;
+}
+
+int nicsim_set_link_faults(nicsim *sim, int32_t src, int32_t dst,
+                           const nicsim_faults *f)
+{
+    ns_lfx *fx;
+    if (sim == NULL)
+        return QUAY_EINVAL;
+    if (!rank_ok(sim, src) || !rank_ok(sim, dst))
+        return QUAY_ERANK;
+    if (f != NULL && !valid_faults(f))
+        return QUAY_EINVAL;
+    if (f == NULL && (sim->rows[src] == NULL || sim->rows[src][dst].fx == NULL))
+        return 0;
+    fx = link_fx(sim, src, dst);
+    if (fx == NULL)
+        return QUAY_ENOMEM;
+    fx->has_faults = f != NULL;
+    if (f != NULL)
+        fx->f = *f;
+    return 0;
+}
+
+int nicsim_set_rank_stall(nicsim *sim, int32_t rank, uint32_t stall_ppm,
+                          uint32_t stall_max)
+{
+    if (sim == NULL)
+        return QUAY_EINVAL;
+    if (!rank_ok(sim, rank))
+        return QUAY_ERANK;
+    if (stall_ppm > NICSIM_PPM_ONE || stall_max > NICSIM_HOLD_MAX_LIMIT)
+        return QUAY_EINVAL;
+    sim->nodes[rank].stall_ppm = stall_ppm;
+    sim->nodes[rank].stall_max = stall_max;
+    return 0;
+}
+
+int nicsim_blackhole_link(nicsim *sim, int32_t src, int32_t dst, uint64_t at)
+{
+    ns_lfx *fx;
+    if (sim == NULL)
+        return QUAY_EINVAL;
+    if (!rank_ok(sim, src) || !rank_ok(sim, dst))
+        return QUAY_ERANK;
+    if (at == NICSIM_NEVER &&
+        (sim->rows[src] == NULL || sim->rows[src][dst].fx == NULL))
+        return 0;
+    fx = link_fx(sim, src, dst);
+    if (fx == NULL)
+        return QUAY_ENOMEM;
+    fx->blackhole_at = at;
+    return 0;
+}
+
+int nicsim_kill_rank(nicsim *sim, int32_t rank, uint64_t at)
+{
+    uint32_t i;
+    if (sim == NULL)
+        return QUAY_EINVAL;
+    if (!rank_ok(sim, rank))
+        return QUAY_ERANK;
+    if (sim->nodes[rank].killed)
+        return 0;
+    for (i = 0; i < sim->nkills; i++) {
+        if (sim->kills[i].rank == rank) {
+            memmove(&sim->kills[i], &sim->kills[i + 1],
+                    (sim->nkills - i - 1) * sizeof *sim->kills);
+            sim->nkills--;
+            break;
+        }
+    }
+    if (at == NICSIM_NEVER)
+        return 0;
+    if (at > sim->now) {
+        if (sim->nkills == sim->capkills) {
+            uint32_t ncap = sim->capkills ? sim->capkills * 2 : 8;
+            ns_kill *nk = realloc(sim->kills, (size_t)ncap * sizeof *nk);
+            if (nk == NULL)
+                return QUAY_ENOMEM;
+            sim->kills = nk;
+            sim->capkills = ncap;
+        }
+        sim->kills[sim->nkills].rank = rank;
+        sim->kills[sim->nkills].at = at;
+        sim->nkills++;
+        return 0;
+    }
+    do_kill(sim, rank);
+    settle(sim);
+    return 0;
+}
+
+int nicsim_rank_killed(const nicsim *sim, int32_t rank)
+{
+    return sim != NULL && rank_ok(sim, rank) && sim->nodes[rank].killed;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fault specs                                                          */
+/* ------------------------------------------------------------------ */
+
+static int spec_err(char *err, size_t errlen, const char *what,
+                    const char *item)
+{
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "faults: %s in '%s'", what, item);
+    return QUAY_EINVAL;
+}
+
+/* "0.01", "1e-3", "1", "5%", "250ppm" -> parts per million. */
+static int parse_prob(const char *v, uint32_t *ppm)
+{
+    char *end;
+    double x;
+    size_t l = strlen(v);
+    if (l == 0 || v[0] == '-' || v[0] == '+')
+        return -1;
+    if (l > 3 && strcmp(v + l - 3, "ppm") == 0) {
+        unsigned long long u;
+        if (v[0] < '0' || v[0] > '9')
+            return -1;
+        errno = 0;
+        u = strtoull(v, &end, 10);
+        if (errno != 0 || end != v + l - 3 || u > NICSIM_PPM_ONE)
+            return -1;
+        *ppm = (uint32_t)u;
+        return 0;
+    }
+    errno = 0;
+    x = strtod(v, &end);
+    if (errno != 0 || end == v || !(x >= 0.0))
+        return -1;
+    if (*end == '%') {
+        x /= 100.0;
+        end++;
+    }
+    if (*end != '\0' || x > 1.0)
+        return -1;
+    *ppm = (uint32_t)(x * 1e6 + 0.5);
+    return 0;
+}
+
+static int parse_uint(const char *v, const char **endp, uint64_t *out)
+{
+    char *end;
+    unsigned long long u;
+    if (*v < '0' || *v > '9')
+        return -1;
+    errno = 0;
+    u = strtoull(v, &end, 10);
+    if (errno != 0)
+        return -1;
+    *out = (uint64_t)u;
+    *endp = end;
+    return 0;
+}
+
+/* "R[@T]" */
+static int parse_rank_at(const char *v, int32_t *r, uint64_t *at)
+{
+    const char *e;
+    uint64_t x;
+    if (parse_uint(v, &e, &x) != 0 || x >= NICSIM_MAX_RANKS)
+        return -1;
+    *r = (int32_t)x;
+    *at = 0;
+    if (*e == '@') {
+        if (parse_uint(e + 1, &e, at) != 0)
+            return -1;
+    }
+    return *e == '\0' ? 0 : -1;
+}
+
+int nicsim_fault_spec_parse(const char *text, nicsim_fault_spec *spec,
+                            char *err, size_t errlen)
+{
+    char item[128];
+    const char *cur = text;
+    if (spec == NULL)
+        return QUAY_EINVAL;
+    memset(spec, 0, sizeof *spec);
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (text == NULL)
+        return 0;
+    while (*cur == ' ')
+        cur++;
+    if (*cur == '\0' || strcmp(cur, "none") == 0 || strcmp(cur, "0") == 0)
+        return 0;
+    for (;;) {
+        const char *comma = strchr(cur, ',');
+        size_t len = comma != NULL ? (size_t)(comma - cur) : strlen(cur);
+        char *key, *val, *colon;
+        uint32_t ppm;
+        if (len >= sizeof item)
+            return spec_err(err, errlen, "item too long", cur);
+        memcpy(item, cur, len);
+        item[len] = '\0';
+        key = item;
+        while (*key == ' ')
+            key++;
+        while (len > 0 && item[len - 1] == ' ')
+            item[--len] = '\0';
+        colon = strchr(key, ':');
+        if (colon == NULL)
+            return spec_err(err, errlen, "expected key:value", key);
+        *colon = '\0';
+        val = colon + 1;
+        if (strcmp(key, "drop") == 0 || strcmp(key, "dup") == 0 ||
+            strcmp(key, "corrupt") == 0 || strcmp(key, "delay") == 0 ||
+            strcmp(key, "reorder") == 0 || strcmp(key, "stall") == 0) {
+            if (parse_prob(val, &ppm) != 0) {
+                *colon = ':';
+                return spec_err(err, errlen,
+                                "bad probability (0..1, N%, Nppm)", key);
+            }
+            if (key[0] == 'd' && key[1] == 'r')
+                spec->link.drop_ppm = ppm;
+            else if (key[0] == 'd' && key[1] == 'u')
+                spec->link.dup_ppm = ppm;
+            else if (key[0] == 'c')
+                spec->link.corrupt_ppm = ppm;
+            else if (key[0] == 'd')
+                spec->link.delay_ppm = ppm;
+            else if (key[0] == 'r')
+                spec->link.reorder_ppm = ppm;
+            else
+                spec->stall_ppm = ppm;
+        } else if (strcmp(key, "delay_max") == 0 ||
+                   strcmp(key, "stall_max") == 0) {
+            const char *e;
+            uint64_t k;
+            if (parse_uint(val, &e, &k) != 0 || *e != '\0' || k == 0 ||
+                k > NICSIM_HOLD_MAX_LIMIT) {
+                *colon = ':';
+                return spec_err(err, errlen, "bad event count", key);
+            }
+            if (key[0] == 'd')
+                spec->link.delay_max = (uint32_t)k;
+            else
+                spec->stall_max = (uint32_t)k;
+        } else if (strcmp(key, "kill") == 0) {
+            int32_t r;
+            uint64_t at;
+            *colon = ':';
+            if (parse_rank_at(val, &r, &at) != 0)
+                return spec_err(err, errlen, "expected kill:R[@T]", key);
+            if (spec->nkill == NICSIM_SPEC_MAX_EVENTS)
+                return spec_err(err, errlen, "too many kills", key);
+            spec->kill[spec->nkill].rank = r;
+            spec->kill[spec->nkill].at = at;
+            spec->nkill++;
+        } else if (strcmp(key, "blackhole") == 0) {
+            const char *e;
+            uint64_t s, d, at = 0;
+            *colon = ':';
+            if (parse_uint(val, &e, &s) != 0 || *e != '>' ||
+                parse_uint(e + 1, &e, &d) != 0 ||
+                (*e == '@' && parse_uint(e + 1, &e, &at) != 0) || *e != '\0' ||
+                s >= NICSIM_MAX_RANKS || d >= NICSIM_MAX_RANKS)
+                return spec_err(err, errlen, "expected blackhole:S>D[@T]", key);
+            if (spec->nblackhole == NICSIM_SPEC_MAX_EVENTS)
+                return spec_err(err, errlen, "too many black holes", key);
+            spec->blackhole[spec->nblackhole].src = (int32_t)s;
+            spec->blackhole[spec->nblackhole].dst = (int32_t)d;
+            spec->blackhole[spec->nblackhole].at = at;
+            spec->nblackhole++;
+        } else {
+            *colon = ':';
+            return spec_err(err, errlen,
+                            "unknown key (drop dup corrupt delay reorder "
+                            "stall delay_max stall_max kill blackhole)",
+                            key);
+        }
+        if (comma == NULL)
+            break;
+        cur = comma + 1;
+    }
+    return 0;
+}
+
+int nicsim_fault_spec_active(const nicsim_fault_spec *spec)
+{
+    const nicsim_faults *f = &spec->link;
+    return f->drop_ppm || f->dup_ppm || f->corrupt_ppm || f->delay_ppm ||
+           f->reorder_ppm || spec->stall_ppm || spec->nblackhole ||
+           spec->nkill;
+}
+
+typedef struct sbuf {
+    char *b;
+    size_t len;
+    size_t n;
+} sbuf;
+
+static void sb_put(sbuf *sb, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sb_put(sbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+    va_start(ap, fmt);
+    k = vsnprintf(sb->n < sb->len ? sb->b + sb->n : NULL,
+                  sb->n < sb->len ? sb->len - sb->n : 0, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        sb->n += (size_t)k;
+}
+
+static void sb_prob(sbuf *sb, const char *key, uint32_t ppm)
+{
+    char frac[8];
+    int i;
+    if (ppm == 0)
+        return;
+    sb_put(sb, "%s%s:", sb->n ? "," : "", key);
+    if (ppm >= NICSIM_PPM_ONE) {
+        sb_put(sb, "1");
+        return;
+    }
+    snprintf(frac, sizeof frac, "%06u", (unsigned)ppm);
+    for (i = 5; i > 0 && frac[i] == '0'; i--)
+        frac[i] = '\0';
+    sb_put(sb, "0.%s", frac);
+}
+
+size_t nicsim_fault_spec_format(const nicsim_fault_spec *spec, char *buf,
+                                size_t len)
+{
+    sbuf sb;
+    uint32_t i;
+    sb.b = buf;
+    sb.len = len;
+    sb.n = 0;
+    if (len > 0)
+        buf[0] = '\0';
+    sb_prob(&sb, "drop", spec->link.drop_ppm);
+    sb_prob(&sb, "dup", spec->link.dup_ppm);
+    sb_prob(&sb, "corrupt", spec->link.corrupt_ppm);
+    sb_prob(&sb, "delay", spec->link.delay_ppm);
+    if (spec->link.delay_max)
+        sb_put(&sb, "%sdelay_max:%u", sb.n ? "," : "",
+               (unsigned)spec->link.delay_max);
+    sb_prob(&sb, "reorder", spec->link.reorder_ppm);
+    sb_prob(&sb, "stall", spec->stall_ppm);
+    if (spec->stall_max)
+        sb_put(&sb, "%sstall_max:%u", sb.n ? "," : "",
+               (unsigned)spec->stall_max);
+    for (i = 0; i < spec->nblackhole && i < NICSIM_SPEC_MAX_EVENTS; i++)
+        sb_put(&sb, "%sblackhole:%d>%d@%llu", sb.n ? "," : "",
+               (int)spec->blackhole[i].src, (int)spec->blackhole[i].dst,
+               (unsigned long long)spec->blackhole[i].at);
+    for (i = 0; i < spec->nkill && i < NICSIM_SPEC_MAX_EVENTS; i++)
+        sb_put(&sb, "%skill:%d@%llu", sb.n ? "," : "",
+               (int)spec->kill[i].rank, (unsigned long long)spec->kill[i].at);
+    if (sb.n == 0)
+        sb_put(&sb, "none");
+    return sb.n;
+}
+
+void nicsim_fault_spec_to_config(const nicsim_fault_spec *spec,
+                                 nicsim_config *cfg)
+{
+    cfg->faults = spec->link;
+    cfg->stall_ppm = spec->stall_ppm;
+    cfg->stall_max = spec->stall_max;
+}
+
+int nicsim_fault_spec_schedule(nicsim *sim, const nicsim_fault_spec *spec)
+{
+    uint32_t i;
+    int rc;
+    for (i = 0; i < spec->nblackhole && i < NICSIM_SPEC_MAX_EVENTS; i++) {
+        rc = nicsim_blackhole_link(sim, spec->blackhole[i].src,
+                                   spec->blackhole[i].dst,
+                                   spec->blackhole[i].at);
+        if (rc != 0)
+            return rc;
+    }
+    for (i = 0; i < spec->nkill && i < NICSIM_SPEC_MAX_EVENTS; i++) {
+        rc = nicsim_kill_rank(sim, spec->kill[i].rank, spec->kill[i].at);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }

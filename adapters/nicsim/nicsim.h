@@ -35,6 +35,13 @@
  * (counts from nicsim_enabled_detail), each group in a deterministic order.
  * Exhaustive explorers and fuzzers drive the simulator with it.
  *
+ * Faults (drop, duplicate, delay, reorder, corrupt, NIC-buffer stall,
+ * black-holed links, killed ranks): nicsim_faults and the functions
+ * below nicsim_get_stats. They never change the choice numbering: a held
+ * (delayed) packet is simply not on its link, a stalled destination's
+ * packets are not deliverable, a dropped packet is a DELIVER choice that
+ * ends in a DROP event.
+ *
  * The timed (LogGP) mode of DESIGN §7 is not here yet.
  */
 #ifndef QUAY_NICSIM_H
@@ -51,9 +58,62 @@ extern "C" {
 
 typedef struct nicsim nicsim;
 
-#define NICSIM_CONFIG_VERSION 1
+#define NICSIM_CONFIG_VERSION 2
 /** Largest number of simulated ranks. */
 #define NICSIM_MAX_RANKS 65535
+/** Probability 1 in the *_ppm knobs (parts per million). */
+#define NICSIM_PPM_ONE 1000000u
+/** delay_max / stall_max used when the field is 0. */
+#define NICSIM_HOLD_MAX_DEFAULT 16u
+/** Largest delay_max / stall_max. */
+#define NICSIM_HOLD_MAX_LIMIT (1u << 30)
+/** "Never" for nicsim_blackhole_link / nicsim_kill_rank times. */
+#define NICSIM_NEVER UINT64_MAX
+
+/**
+ * Fault knobs of one directed link (src -> dst). Probabilities are in
+ * parts per million (0 .. NICSIM_PPM_ONE); all zero = a perfect link.
+ *
+ * Every random decision comes from the simulator's own fault PRNG, a
+ * xoshiro256** stream seeded from nicsim_config.seed (separate from the
+ * scheduler's stream), so a run is reproducible bit for bit. A knob at 0
+ * never draws from it, and a knob at NICSIM_PPM_ONE never draws for its
+ * yes/no decision either: with every knob at 0 the simulator behaves
+ * exactly as without fault injection (same choices, same packet ids).
+ *
+ * When a packet goes on the wire (a SEND action is pulled), in this order:
+ *   - `dup_ppm`: the wire duplicates it. A copy (new pkt_id, the same
+ *     bytes) is queued on the same link right behind the original. The
+ *     sender gets one op_done only. A copy gets its own delay / reorder /
+ *     drop / corrupt decisions below but is never duplicated again.
+ *     Models a link layer that retransmits a frame whose ack it lost.
+ *   - `delay_ppm`: the packet is held off the link for K events (K uniform
+ *     in 1..delay_max; see nicsim_now for what counts as an event), then
+ *     queued at the tail of its link: packets sent meanwhile overtake it,
+ *     even on a FIFO link. Models a packet that took a longer route.
+ *   - otherwise `reorder_ppm`: the packet is inserted at a uniformly
+ *     random position among the packets already queued on its link
+ *     (ahead of at least one of them; nothing happens on an empty link).
+ *     Useful on FIFO links (nicsim_config.reorder = 0); on reordering
+ *     links it only skews the scheduler.
+ * When the scheduler first offers a packet for delivery (a packet
+ * answered QUAY_EAGAIN and offered again is not decided again):
+ *   - `drop_ppm`: the packet disappears. The sender's op_done is not
+ *     affected (the wire took it; it was queued at send time).
+ *   - otherwise `corrupt_ppm`: 1 to 3 distinct bits (count and positions
+ *     uniform) anywhere in the packet, header included, are flipped
+ *     before quay_on_packet sees it; it stays corrupted if deferred.
+ *     Models corruption that a link CRC did not catch; catching it is
+ *     the engine's business (decoder checks or an end-to-end checksum).
+ */
+typedef struct nicsim_faults {
+    uint32_t drop_ppm;
+    uint32_t dup_ppm;
+    uint32_t corrupt_ppm;
+    uint32_t delay_ppm;
+    uint32_t delay_max;   /**< K <= this; 0 = NICSIM_HOLD_MAX_DEFAULT */
+    uint32_t reorder_ppm;
+} nicsim_faults;
 
 /** Simulator configuration: nicsim_config_default(), then change fields. */
 typedef struct nicsim_config {
@@ -61,7 +121,8 @@ typedef struct nicsim_config {
     uint32_t version;
     /** Number of ranks (1..NICSIM_MAX_RANKS). Default 2. */
     int32_t nranks;
-    /** Seed of the scheduler's PRNG (nicsim_step). Default 0. */
+    /** Seed of the scheduler's PRNG (nicsim_step) and of the fault PRNG.
+     *  Default 0. */
     uint64_t seed;
     /** 0: each link (a -> b) delivers in send order (FIFO).
      *  1: any in-flight packet on a link may be delivered next.
@@ -71,21 +132,32 @@ typedef struct nicsim_config {
      *  (and after nicsim_touch), so PULL is never a choice. Shrinks the
      *  choice tree for exhaustive enumeration. Default 0. */
     uint32_t auto_pull;
-    /* Fault knobs, in parts per million of delivered packets. All zero
-     * by default. drop / dup / corrupt arrive with flow control (a later
-     * issue: the engine has no retransmission yet, so a dropped packet
-     * would hang a run); nicsim_new answers QUAY_ENOTSUP while they are
-     * non-zero. Reordering is `reorder` above. */
-    uint32_t drop_ppm;
-    uint32_t dup_ppm;
-    uint32_t corrupt_ppm;
+    /** Fault knobs of every link without a nicsim_set_link_faults
+     *  override. All zero by default. */
+    nicsim_faults faults;
+    /**
+     * Receive-buffer exhaustion ("NIC buffer full" stall) of every
+     * destination without a nicsim_set_rank_stall override: each time the
+     * scheduler picks a packet for delivery to a destination that is not
+     * stalled, with probability stall_ppm that destination's NIC declares
+     * its receive buffers full instead: the pick becomes a STALL event,
+     * and for the next K events (K uniform in 1..stall_max) no packet from
+     * any source is delivered to it. The packets wait on the wire; none is
+     * lost (lossless link-level back-pressure, as Myrinet or InfiniBand
+     * credits; a NIC that drops when full is `drop_ppm`). quay_on_packet
+     * answering QUAY_EAGAIN is the engine's own back-pressure and is
+     * separate (see DELIVER above). Default 0.
+     */
+    uint32_t stall_ppm;
+    uint32_t stall_max; /**< 0 = NICSIM_HOLD_MAX_DEFAULT */
 } nicsim_config;
 
 /** Fill `cfg` with the defaults above. */
 void nicsim_config_default(nicsim_config *cfg);
 
-/** Create a simulator. Returns 0, QUAY_EINVAL, QUAY_EVERSION,
- *  QUAY_ENOTSUP (fault knob not available yet), QUAY_ENOMEM. */
+/** Create a simulator. Returns 0, QUAY_EINVAL (a ppm above
+ *  NICSIM_PPM_ONE, a hold above NICSIM_HOLD_MAX_LIMIT ...), QUAY_EVERSION,
+ *  QUAY_ENOMEM. */
 int nicsim_new(const nicsim_config *cfg, nicsim **psim);
 
 /** Free the simulator, its packets and queues. Attached engines are not
@@ -119,8 +191,35 @@ typedef enum nicsim_event_kind {
     NICSIM_EV_ERROR = 7,    /**< an engine call or action was wrong: `rc`
                                  is the code (or QUAY_ENOTSUP for an RDMA
                                  action the simulator cannot run yet) */
-    NICSIM_EV_NOTIFY = 8    /**< NOTIFY pulled from `rank` for `peer` */
+    NICSIM_EV_NOTIFY = 8,   /**< NOTIFY pulled from `rank` for `peer` */
+    /* Faults. Send-side ones (DUP, DELAY, REORDER) name the sender as
+     * `rank`, like SEND; delivery-side ones (DROP, CORRUPT, STALL) name
+     * the destination, like DELIVER. */
+    NICSIM_EV_DROP = 9,     /**< packet `pkt_id` from `peer` to `rank`
+                                 vanished; `aux` is a NICSIM_DROP_* reason;
+                                 `data`/`len` what was lost */
+    NICSIM_EV_DUP = 10,     /**< `rank` -> `peer`: packet `pkt_id` is a
+                                 copy of packet `aux` */
+    NICSIM_EV_DELAY = 11,   /**< `rank` -> `peer`: packet `pkt_id` held off
+                                 its link for `aux` events */
+    NICSIM_EV_REORDER = 12, /**< `rank` -> `peer`: packet `pkt_id` queued
+                                 ahead of `aux` packets of its link */
+    NICSIM_EV_CORRUPT = 13, /**< packet `pkt_id` from `peer` to `rank`:
+                                 `aux` bits flipped; `data` the corrupted
+                                 bytes (the DELIVER that follows has them
+                                 too) */
+    NICSIM_EV_STALL = 14,   /**< `rank`'s NIC is full for `aux` events;
+                                 the packet picked (`pkt_id`, from `peer`)
+                                 stays on the wire */
+    NICSIM_EV_KILL = 15     /**< `rank` was killed (nicsim_kill_rank) */
 } nicsim_event_kind;
+
+/** NICSIM_EV_DROP reasons (nicsim_event.aux). */
+enum {
+    NICSIM_DROP_RANDOM = 0,    /**< drop_ppm */
+    NICSIM_DROP_BLACKHOLE = 1, /**< the link is black-holed */
+    NICSIM_DROP_KILLED = 2     /**< its source or destination was killed */
+};
 
 typedef struct nicsim_event {
     int32_t kind;    /**< nicsim_event_kind */
@@ -132,6 +231,7 @@ typedef struct nicsim_event {
     uint64_t len;    /**< packet length */
     const void *data;/**< packet bytes, valid during the callback only */
     quay_req *req;   /**< COMPLETE */
+    uint64_t aux;    /**< fault events: see the kinds */
 } nicsim_event;
 
 typedef void (*nicsim_event_fn)(void *ctx, const nicsim_event *ev);
@@ -206,9 +306,147 @@ typedef struct nicsim_stats {
     uint64_t inflight;       /**< packets in flight now */
     uint64_t inflight_peak;
     uint64_t pending_op_done;/**< op_done calls pending now */
+    /* Faults (all zero when every knob is 0). */
+    uint64_t now;            /**< nicsim_now() */
+    uint64_t drops;          /**< packets dropped by drop_ppm */
+    uint64_t blackholed;     /**< packets dropped by a black-holed link */
+    uint64_t killed_pkts;    /**< packets discarded: an end was killed */
+    uint64_t dups;           /**< copies put on the wire by dup_ppm */
+    uint64_t dup_accepted;   /**< ... that quay_on_packet answered 0 */
+    uint64_t dup_rejected;   /**< ... answered EPROTO / ESTATE */
+    uint64_t corrupts;       /**< packets corrupted by corrupt_ppm */
+    uint64_t corrupt_bits;   /**< bits flipped in them */
+    uint64_t corrupt_accepted;/**< corrupted packets answered 0 (the
+                                  engine did not notice) */
+    uint64_t corrupt_rejected;/**< ... answered EPROTO / ESTATE */
+    uint64_t delays;         /**< packets held off their link */
+    uint64_t delayed;        /**< packets held off their link now */
+    uint64_t reorders;       /**< packets queued ahead of others */
+    uint64_t stalls;         /**< STALL events */
+    uint64_t kills;          /**< ranks killed */
+    uint64_t epeer_op_dones; /**< op_dones given QUAY_EPEER by a kill */
 } nicsim_stats;
 
 void nicsim_get_stats(const nicsim *sim, nicsim_stats *st);
+
+/** For tests and fuzzers: recount, by scanning everything, what the
+ *  simulator keeps incrementally (in-flight and held packets, per-node
+ *  candidates, EAGAIN stamps, stalled destinations, the number of
+ *  deliverable choices, the delay heap) and compare. Returns 0 when all
+ *  agree, else a small positive number naming the first disagreement. */
+int nicsim_selfcheck(const nicsim *sim);
+
+/* ------------------------------------------------------------------ */
+/* Faults                                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * The simulator's clock: the number of events performed (each
+ * nicsim_step / nicsim_step_choose that did something counts 1), plus
+ * jumps: when nothing at all is enabled but packets are held back (a
+ * delay or a stall is running), the clock jumps to the first release,
+ * so a held packet never deadlocks a run. Delays, stalls, black-hole and
+ * kill times are in this clock.
+ */
+uint64_t nicsim_now(const nicsim *sim);
+
+/** Override the fault knobs of link src -> dst (NULL: back to
+ *  nicsim_config.faults). Takes effect for decisions made from now on.
+ *  Returns 0, QUAY_ERANK, QUAY_EINVAL (bad knob), QUAY_ENOMEM. */
+int nicsim_set_link_faults(nicsim *sim, int32_t src, int32_t dst,
+                           const nicsim_faults *f);
+
+/** Override the stall knobs (nicsim_config.stall_ppm / stall_max) of
+ *  destination `rank`. Returns 0, QUAY_ERANK, QUAY_EINVAL. */
+int nicsim_set_rank_stall(nicsim *sim, int32_t rank, uint32_t stall_ppm,
+                          uint32_t stall_max);
+
+/**
+ * Black-hole link src -> dst from clock time `at` on (at <= nicsim_now():
+ * at once; NICSIM_NEVER: cancel): every packet of that link, in flight or
+ * sent later, vanishes when it would be delivered (packets sent once the
+ * link is black-holed vanish at once). Op_dones are unaffected: the
+ * sender's NIC still puts them on the wire. Models a cut cable or a
+ * routing black hole in one direction. Returns 0, QUAY_ERANK, QUAY_ENOMEM.
+ */
+int nicsim_blackhole_link(nicsim *sim, int32_t src, int32_t dst, uint64_t at);
+
+/**
+ * Kill `rank` at clock time `at` (at <= nicsim_now(): at once; a later
+ * time is performed when the clock reaches it; NICSIM_NEVER cancels a
+ * scheduled kill). Models the death of that rank's NIC (the network
+ * partitions it away); its host still runs:
+ *   - every packet in flight from or to it is discarded (DROP, reason
+ *     KILLED), and so is every packet sent to it or by it afterwards;
+ *   - its pending op_dones complete with QUAY_EPEER, and so do those of
+ *     the SENDs it issues afterwards;
+ *   - the other ranks' op_dones for packets sent to it complete normally
+ *     (0): they learn of the failure only by silence (retry limit);
+ *   - its actions are still pulled and its COMPLETEs handed on.
+ * Returns 0, QUAY_ERANK, QUAY_ENOMEM.
+ */
+int nicsim_kill_rank(nicsim *sim, int32_t rank, uint64_t at);
+
+/** 1 if `rank` has been killed. */
+int nicsim_rank_killed(const nicsim *sim, int32_t rank);
+
+/* ------------------------------------------------------------------ */
+/* Fault specifications (text), for command lines and scenario files   */
+/* ------------------------------------------------------------------ */
+
+#define NICSIM_SPEC_MAX_EVENTS 16
+
+/**
+ * A parsed fault spec:
+ *
+ *   none | ITEM[,ITEM]...
+ *   ITEM: drop:P  dup:P  corrupt:P  delay:P  reorder:P  stall:P
+ *         delay_max:K  stall_max:K
+ *         blackhole:S>D[@T]   (link S -> D black-holed from clock T, 0)
+ *         kill:R[@T]          (rank R killed at clock T, default 0)
+ *   P: a probability 0..1 ("0.01", "1e-3", "1"), or "N%", or "Nppm"
+ *
+ * e.g. "drop:0.01,dup:0.01,corrupt:0.001,delay:0.05" or
+ * "kill:2@300,blackhole:0>1@50". Repeated keys: the last one wins;
+ * blackhole and kill items accumulate (NICSIM_SPEC_MAX_EVENTS each).
+ */
+typedef struct nicsim_fault_spec {
+    nicsim_faults link; /**< every link (nicsim_config.faults) */
+    uint32_t stall_ppm; /**< every destination */
+    uint32_t stall_max;
+    uint32_t nblackhole;
+    struct {
+        int32_t src, dst;
+        uint64_t at;
+    } blackhole[NICSIM_SPEC_MAX_EVENTS];
+    uint32_t nkill;
+    struct {
+        int32_t rank;
+        uint64_t at;
+    } kill[NICSIM_SPEC_MAX_EVENTS];
+} nicsim_fault_spec;
+
+/** Parse `text` into `spec` (zeroed first). Returns 0, or QUAY_EINVAL
+ *  with a message in `err` (when err != NULL). */
+int nicsim_fault_spec_parse(const char *text, nicsim_fault_spec *spec,
+                            char *err, size_t errlen);
+
+/** 1 if the spec injects anything. */
+int nicsim_fault_spec_active(const nicsim_fault_spec *spec);
+
+/** Write the canonical text of `spec` ("none" when inactive) into `buf`;
+ *  parsing it gives the same spec. Returns the length it needed
+ *  (snprintf-style). */
+size_t nicsim_fault_spec_format(const nicsim_fault_spec *spec, char *buf,
+                                size_t len);
+
+/** Copy the link and stall knobs of `spec` into `cfg` (before nicsim_new). */
+void nicsim_fault_spec_to_config(const nicsim_fault_spec *spec,
+                                 nicsim_config *cfg);
+
+/** Schedule the spec's black holes and kills on `sim` (right after
+ *  nicsim_new). Returns 0 or QUAY_ERANK (a rank >= nranks). */
+int nicsim_fault_spec_schedule(nicsim *sim, const nicsim_fault_spec *spec);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nicsim.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,6 +75,23 @@ typedef struct scn_exh {
  * script is in ex->fail_script), -1 (set-up error).
  */
 int scn_run_exhaustive(scn_runner *r, uint64_t max_runs, scn_exh *ex);
+
+/**
+ * Fault injection (nicsim_fault_spec_parse syntax, e.g.
+ * "drop:0.01,dup:0.01,corrupt:0.001,delay:0.05"): replace the scenario's
+ * own `config faults=` for every later run of `r`; "none" runs without
+ * faults, NULL goes back to the scenario's. Ranks in kill / blackhole
+ * items must exist in the scenario. Returns 0, or -1 with a message in
+ * err.
+ */
+int scn_runner_set_faults(scn_runner *r, const char *spec, char *err,
+                          size_t errlen);
+/** The fault spec in force for `r`, as canonical text ("none"). */
+void scn_runner_faults_text(const scn_runner *r, char *buf, size_t len);
+/** 1 if the runs of `r` inject faults. */
+int scn_runner_faults_active(const scn_runner *r);
+/** Network counters (drops, dups, ...) of the last run. */
+void scn_runner_net_stats(const scn_runner *r, nicsim_stats *st);
 
 /** Message of the last failure ("" if none). */
 const char *scn_runner_error(const scn_runner *r);

@@ -105,6 +105,7 @@ struct scn {
     uint32_t max_ctrl;         /* 0: automatic */
     uint32_t flags;
     int reorder;
+    nicsim_fault_spec faults; /* config faults=...; zero: none */
 
     scn_comm comms[SCN_MAX_COMMS];
     int ncomms;
@@ -262,7 +263,16 @@ struct scn_runner {
     int complete_actions; /* QUAY_CFG_COMPLETE_ACTIONS in use */
     uint64_t max_steps;
     uint64_t deferred; /* EAGAIN answers in the last run */
+    nicsim_fault_spec faults_override; /* scn_runner_set_faults */
+    int has_faults_override;
+    nicsim_stats net; /* nicsim counters of the last run */
 };
+
+/* The fault spec in force for `run`. */
+const nicsim_fault_spec *scn_run_faults(const scn_runner *run);
+/* 0 if every rank named by `spec` is < nranks, else -1 with a message. */
+int scn_faults_check(const nicsim_fault_spec *spec, int nranks, char *err,
+                     size_t errlen);
 
 /* Record the first failure of the current run (printf-style). */
 void scn_fail(scn_runner *run, const char *fmt, ...)

@@ -3,6 +3,7 @@
  *
  *   ranks N
  *   config eager_max=256 frag_size=128 depth=2 reorder=1 ...
+ *          faults=drop:0.01,dup:0.01,...  (nicsim_fault_spec_parse)
  *   comm ID = w0 w1 ...
  *   R: isend to=D tag=T size=S [mode=std|sync|ready|buf] [comm=ID] [as=N]
  *   R: irecv from=D|any|null tag=T|any cap=S [comm=ID] [as=N]
@@ -538,6 +539,16 @@ static int parse_config(parser *p, char **tok, int ntok)
         if (eq == NULL)
             return perr(p, "config: expected key=value, got '%s'", tok[i]);
         *eq = '\0';
+        if (strcmp(tok[i], "faults") == 0) {
+            char ferr[256];
+            if (nicsim_fault_spec_parse(eq + 1, &s->faults, ferr,
+                                        sizeof ferr) != 0)
+                return perr(p, "config: %s", ferr);
+            if (scn_faults_check(&s->faults, s->nranks, ferr,
+                                 sizeof ferr) != 0)
+                return perr(p, "config: %s", ferr);
+            continue;
+        }
         if (parse_u64(eq + 1, &v) != 0)
             return perr(p, "config: bad value for %s", tok[i]);
         if (strcmp(tok[i], "eager_max") == 0)
@@ -750,6 +761,11 @@ static int finish(parser *p)
     p->line = 0;
     if (s->nranks == 0)
         return perr(p, "no 'ranks N' line");
+    {
+        char ferr[256];
+        if (scn_faults_check(&s->faults, s->nranks, ferr, sizeof ferr) != 0)
+            return perr(p, "%s", ferr);
+    }
     if (s->frag_size == 0 || s->depth == 0)
         return perr(p, "frag_size and depth must be > 0");
     for (i = 0; i < s->nslots; i++) {
@@ -937,6 +953,29 @@ const char *scn_name(const scn *s)
 int scn_nranks(const scn *s)
 {
     return s->nranks;
+}
+
+int scn_faults_check(const nicsim_fault_spec *spec, int nranks, char *err,
+                     size_t errlen)
+{
+    uint32_t i;
+    if (nranks <= 0)
+        return 0; /* checked again once `ranks` is known */
+    for (i = 0; i < spec->nkill; i++)
+        if (spec->kill[i].rank >= nranks) {
+            snprintf(err, errlen, "faults: kill:%d, but ranks %d",
+                     (int)spec->kill[i].rank, nranks);
+            return -1;
+        }
+    for (i = 0; i < spec->nblackhole; i++)
+        if (spec->blackhole[i].src >= nranks ||
+            spec->blackhole[i].dst >= nranks) {
+            snprintf(err, errlen, "faults: blackhole:%d>%d, but ranks %d",
+                     (int)spec->blackhole[i].src, (int)spec->blackhole[i].dst,
+                     nranks);
+            return -1;
+        }
+    return 0;
 }
 
 int scn_slot_matches(const scn *s, const scn_slot *r, const scn_slot *m)

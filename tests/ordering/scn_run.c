@@ -64,6 +64,8 @@ static uint32_t at_least(uint32_t v, uint32_t min)
 static void teardown(scn_runner *run)
 {
     int r;
+    if (run->sim != NULL)
+        nicsim_get_stats(run->sim, &run->net);
     nicsim_free(run->sim);
     run->sim = NULL;
     for (r = 0; r < run->s->nranks; r++) {
@@ -106,9 +108,15 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     nc.seed = seed;
     nc.reorder = (uint32_t)s->reorder;
     nc.auto_pull = (uint32_t)auto_pull;
+    nicsim_fault_spec_to_config(scn_run_faults(run), &nc);
     rc = nicsim_new(&nc, &run->sim);
     if (rc != 0) {
         scn_fail(run, "nicsim_new: %s", scn_errname(rc));
+        return -1;
+    }
+    rc = nicsim_fault_spec_schedule(run->sim, scn_run_faults(run));
+    if (rc != 0) {
+        scn_fail(run, "faults: %s", scn_errname(rc));
         return -1;
     }
     nicsim_set_completion_cb(run->sim, scn_on_complete, run);
@@ -508,15 +516,66 @@ void scn_runner_free(scn_runner *run)
     free(run);
 }
 
+/* ------------------------------------------------------------------ */
+/* Faults                                                               */
+/* ------------------------------------------------------------------ */
+
+const nicsim_fault_spec *scn_run_faults(const scn_runner *run)
+{
+    return run->has_faults_override ? &run->faults_override : &run->s->faults;
+}
+
+int scn_runner_set_faults(scn_runner *run, const char *spec, char *err,
+                          size_t errlen)
+{
+    nicsim_fault_spec f;
+    if (spec == NULL) {
+        run->has_faults_override = 0;
+        return 0;
+    }
+    if (nicsim_fault_spec_parse(spec, &f, err, errlen) != 0 ||
+        scn_faults_check(&f, run->s->nranks, err, errlen) != 0)
+        return -1;
+    run->faults_override = f;
+    run->has_faults_override = 1;
+    return 0;
+}
+
+void scn_runner_faults_text(const scn_runner *run, char *buf, size_t len)
+{
+    nicsim_fault_spec_format(scn_run_faults(run), buf, len);
+}
+
+int scn_runner_faults_active(const scn_runner *run)
+{
+    return nicsim_fault_spec_active(scn_run_faults(run));
+}
+
+void scn_runner_net_stats(const scn_runner *run, nicsim_stats *st)
+{
+    *st = run->net;
+}
+
+static void trace_faults(const scn_runner *run)
+{
+    char buf[1024];
+    if (!scn_runner_faults_active(run))
+        return;
+    scn_runner_faults_text(run, buf, sizeof buf);
+    fprintf(run->trace, "# faults %s\n", buf);
+}
+
 int scn_run_seed(scn_runner *run, uint64_t seed, const scn_opts *o)
 {
     run->trace = o != NULL ? o->trace : NULL;
     if (o != NULL && o->max_steps != 0)
         run->max_steps = o->max_steps;
     chooser_seed(&run->ch, seed, run->s->nranks);
-    if (run->trace != NULL)
+    if (run->trace != NULL) {
         fprintf(run->trace, "# scenario %s seed %" PRIu64 "\n", run->s->name,
                 seed);
+        trace_faults(run);
+    }
     return run_once(run, seed, 0);
 }
 
@@ -530,9 +589,11 @@ int scn_run_script(scn_runner *run, const uint32_t *script, size_t n,
     run->ch.script = script;
     run->ch.nscript = n;
     run->ch.depth = 0;
-    if (run->trace != NULL)
+    if (run->trace != NULL) {
         fprintf(run->trace, "# scenario %s, choice script of %zu steps\n",
                 run->s->name, n);
+        trace_faults(run);
+    }
     return run_once(run, 0, 1);
 }
 

@@ -460,6 +460,43 @@ void scn_on_sim_event(void *ctx, const nicsim_event *ev)
         fprintf(f, "t=%" PRIu64 " rank %d: NOTIFY %d\n", run->step, ev->rank,
                 ev->peer);
         break;
+    case NICSIM_EV_DROP:
+        fprintf(f, "t=%" PRIu64 " FAULT drop pkt#%" PRIu64 " %d->%d %" PRIu64
+                   " B (%s)\n",
+                run->step, ev->pkt_id, ev->peer, ev->rank, ev->len,
+                ev->aux == NICSIM_DROP_RANDOM      ? "random"
+                : ev->aux == NICSIM_DROP_BLACKHOLE ? "black hole"
+                                                   : "rank killed");
+        break;
+    case NICSIM_EV_DUP:
+        fprintf(f, "t=%" PRIu64 " FAULT dup pkt#%" PRIu64 " %d->%d is a copy "
+                   "of pkt#%" PRIu64 "\n",
+                run->step, ev->pkt_id, ev->rank, ev->peer, ev->aux);
+        break;
+    case NICSIM_EV_DELAY:
+        fprintf(f, "t=%" PRIu64 " FAULT delay pkt#%" PRIu64 " %d->%d for %"
+                   PRIu64 " events\n",
+                run->step, ev->pkt_id, ev->rank, ev->peer, ev->aux);
+        break;
+    case NICSIM_EV_REORDER:
+        fprintf(f, "t=%" PRIu64 " FAULT reorder pkt#%" PRIu64 " %d->%d ahead "
+                   "of %" PRIu64 "\n",
+                run->step, ev->pkt_id, ev->rank, ev->peer, ev->aux);
+        break;
+    case NICSIM_EV_CORRUPT:
+        fprintf(f, "t=%" PRIu64 " FAULT corrupt pkt#%" PRIu64 " %d->%d: %"
+                   PRIu64 " bit(s) flipped\n",
+                run->step, ev->pkt_id, ev->peer, ev->rank, ev->aux);
+        break;
+    case NICSIM_EV_STALL:
+        fprintf(f, "t=%" PRIu64 " FAULT stall rank %d NIC full for %" PRIu64
+                   " events (pkt#%" PRIu64 " from %d waits)\n",
+                run->step, ev->rank, ev->aux, ev->pkt_id, ev->peer);
+        break;
+    case NICSIM_EV_KILL:
+        fprintf(f, "t=%" PRIu64 " FAULT rank %d killed\n", run->step,
+                ev->rank);
+        break;
     default:
         break; /* COMPLETE is printed by on_complete */
     }

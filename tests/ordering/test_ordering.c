@@ -6,6 +6,11 @@
  *       variable QUAY_SEEDS, when set, replaces N)
  *   test_ordering --exhaustive [--max-runs N] file.scn ...
  *       enumerate every interleaving (bounded by N runs, default 2000000)
+ *   --faults SPEC  inject network faults, replacing each scenario's own
+ *       `config faults=` (SPEC "none": no faults); the syntax is in
+ *       tests/ordering/README.md. The engine has no retransmission yet,
+ *       so drop / dup / corrupt / kill / blackhole runs are expected to
+ *       fail until flow control lands.
  *
  * On the first failure it prints the scenario, the seed (or the choice
  * script) and the trace of that run, as TAP comments, and stops.
@@ -22,7 +27,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] file.scn ...\n");
+            "[--max-runs N] [--faults SPEC] file.scn ...\n");
 }
 
 static int parse_num(const char *v, uint64_t *out)
@@ -75,6 +80,7 @@ int main(int argc, char **argv)
     int exhaustive = 0, i, nfiles = 0, tn = 0, failed = 0;
     const char *env = getenv("QUAY_SEEDS");
     const char *files[256];
+    const char *faults = NULL;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -86,6 +92,14 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--max-runs") == 0 && i + 1 < argc) {
             if (parse_num(argv[++i], &max_runs) != 0)
                 return usage(), 2;
+        } else if (strcmp(argv[i], "--faults") == 0 && i + 1 < argc) {
+            nicsim_fault_spec fs;
+            char ferr[256];
+            faults = argv[++i];
+            if (nicsim_fault_spec_parse(faults, &fs, ferr, sizeof ferr) != 0) {
+                fprintf(stderr, "test_ordering: %s\n", ferr);
+                return usage(), 2;
+            }
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
             exhaustive = 1;
         } else if (argv[i][0] == '-') {
@@ -107,7 +121,7 @@ int main(int argc, char **argv)
 
     printf("1..%d\n", nfiles);
     for (i = 0; i < nfiles && !failed; i++) {
-        char err[512];
+        char err[512], fault_arg[600];
         scn *s = NULL;
         scn_runner *r = NULL;
         clock_t c0 = clock();
@@ -123,6 +137,22 @@ int main(int argc, char **argv)
             scn_free(s);
             failed = 1;
             break;
+        }
+        if (faults != NULL &&
+            scn_runner_set_faults(r, faults, err, sizeof err) != 0) {
+            printf("not ok %d - %s: %s\n", tn, scn_name(s), err);
+            scn_runner_free(r);
+            scn_free(s);
+            failed = 1;
+            break;
+        }
+        if (scn_runner_faults_active(r)) {
+            scn_runner_faults_text(r, err, sizeof err);
+            printf("# %s: faults %s\n", scn_name(s), err);
+            fault_arg[0] = '\0';
+            snprintf(fault_arg, sizeof fault_arg, " --faults %s", err);
+        } else {
+            fault_arg[0] = '\0';
         }
         if (exhaustive) {
             scn_exh ex;
@@ -184,8 +214,8 @@ int main(int argc, char **argv)
                 printf("not ok %d - %s: seed %" PRIu64 ": %s\n", tn,
                        scn_name(s), seed0 + k, scn_runner_error(r));
                 printf("# reproduce: quay-sim --seed %" PRIu64
-                       " --trace %s\n# trace of that run:\n",
-                       seed0 + k, files[i]);
+                       "%s --trace %s\n# trace of that run:\n",
+                       seed0 + k, fault_arg, files[i]);
                 replay_failure(r, 0, seed0 + k, NULL, 0);
                 failed = 1;
             }
