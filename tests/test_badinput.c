@@ -85,21 +85,6 @@ static int setup_cfg(int n, const quay_config *cfg)
 
 static int setup(int n) { return setup_cfg(n, NULL); }
 
-static void fill(uint8_t *b, size_t n, int seed)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(seed * 31 + i * 7 + 1);
-}
-
-static int done(const quay_req *r, quay_status *st) { return quay_req_test(r, st); }
-
-/* The request completed without error and delivered `len` bytes. */
-static int good(const quay_req *r, uint64_t len)
-{
-    quay_status st;
-    return done(r, &st) && st.error == 0 && !st.cancelled && st.count == len;
-}
-
 /* A normal eager + rendezvous exchange between every ordered pair of the
  * ranks in `mask`. */
 static void exchange_among(unsigned mask)
@@ -110,8 +95,8 @@ static void exchange_among(unsigned mask)
         for (int b = 0; b < T.n; b++) {
             if (a == b || !(mask >> a & 1u) || !(mask >> b & 1u))
                 continue;
-            fill(sb, sizeof sb, a * 8 + b);
-            fill(eb, sizeof eb, a * 8 + b + 100);
+            tn_fill(sb, sizeof sb, a * 8 + b);
+            tn_fill(eb, sizeof eb, a * 8 + b + 100);
             memset(rb, 0, sizeof rb);
             memset(erb, 0, sizeof erb);
             quay_req *rr = NULL, *re = NULL, *sr = NULL, *se = NULL;
@@ -124,13 +109,13 @@ static void exchange_among(unsigned mask)
             tn_pump(&T);
             rc |= quay_irecv(T.e[b], T.world[b], erb, sizeof erb, a, 30000, &re);
             tn_pump(&T);
-            int pass = rc == 0 && good(rr, sizeof rb) && good(re, sizeof erb) &&
-                       good(sr, sizeof sb) && good(se, sizeof eb) &&
+            int pass = rc == 0 && tn_good(rr, sizeof rb) && tn_good(re, sizeof erb) &&
+                       tn_good(sr, sizeof sb) && tn_good(se, sizeof eb) &&
                        memcmp(sb, rb, sizeof sb) == 0 && memcmp(eb, erb, sizeof eb) == 0;
             if (!pass) {
                 all = 0;
                 note("exchange %d -> %d failed: rc %d, done %d %d %d %d", a, b, rc,
-                     done(rr, NULL), done(re, NULL), done(sr, NULL), done(se, NULL));
+                     tn_done(rr, NULL), tn_done(re, NULL), tn_done(sr, NULL), tn_done(se, NULL));
             }
             quay_req_free(T.e[b], rr);
             quay_req_free(T.e[b], re);
@@ -523,7 +508,7 @@ static void t_syntax(void)
             snprintf(w, sizeof w, "%s%s", what, posted ? " (receives posted)" : "");
             expect_raw(1, 0, b, (size_t)n, QUAY_EPROTO, w);
             for (int k = 0; k < 3 && posted; k++) {
-                ok_msg(!done(r[k], NULL), "%s: receive %d untouched", w, k);
+                ok_msg(!tn_done(r[k], NULL), "%s: receive %d untouched", w, k);
                 quay_cancel(T.e[1], r[k]);
                 quay_req_free(T.e[1], r[k]);
             }
@@ -539,7 +524,7 @@ static void t_replay_eager(void)
     if (!setup(2))
         return;
     uint8_t sb[50], rb[64], rb2[64];
-    fill(sb, sizeof sb, 1);
+    tn_fill(sb, sizeof sb, 1);
     quay_req *r, *s, *r2;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
@@ -547,10 +532,10 @@ static void t_replay_eager(void)
     int i = find(QUAY_PKT_EAGER, 0, 1);
     pkt p = grab(i);
     is_int(tn_deliver(&T, i), 0);
-    ok(good(r, sizeof sb));
+    ok(tn_good(r, sizeof sb));
     expect_pkt(&p, QUAY_ESTATE, "replayed EAGER (it had matched a posted receive)");
     quay_irecv(T.e[1], T.world[1], rb2, sizeof rb2, 0, 1, &r2);
-    ok_msg(!done(r2, NULL), "the replay was not delivered a second time");
+    ok_msg(!tn_done(r2, NULL), "the replay was not delivered a second time");
     quay_cancel(T.e[1], r2);
     quay_req_free(T.e[1], r2);
     quay_req_free(T.e[1], r);
@@ -565,12 +550,12 @@ static void t_replay_eager(void)
     is_int(tn_deliver(&T, i), 0);
     expect_pkt(&p, QUAY_ESTATE, "replayed sync EAGER (still unexpected)");
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
-    ok(good(r, sizeof sb));
+    ok(tn_good(r, sizeof sb));
     int flag = 1;
     quay_iprobe(T.e[1], T.world[1], QUAY_ANY_SOURCE, QUAY_ANY_TAG, &flag, NULL);
     ok_msg(!flag, "no second copy to probe");
     tn_pump(&T);
-    ok(good(s, sizeof sb));
+    ok(tn_good(s, sizeof sb));
     expect_pkt(&p, QUAY_ESTATE, "replayed sync EAGER after its ACK");
     quay_req_free(T.e[1], r);
     quay_req_free(T.e[0], s);
@@ -583,7 +568,7 @@ static void t_replay_rts(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 2);
+    tn_fill(sb, sizeof sb, 2);
     quay_req *s, *r;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 3, QUAY_SEND_STANDARD, &s);
     tn_pull_all(&T);
@@ -593,8 +578,8 @@ static void t_replay_rts(void)
     expect_pkt(&p, QUAY_ESTATE, "replayed RTS (unexpected)");
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 3, &r);
     tn_pump(&T);
-    ok(good(r, sizeof rb) && memcmp(sb, rb, sizeof sb) == 0);
-    ok(good(s, sizeof sb));
+    ok(tn_good(r, sizeof rb) && memcmp(sb, rb, sizeof sb) == 0);
+    ok(tn_good(s, sizeof sb));
     expect_pkt(&p, QUAY_ESTATE, "replayed RTS after the transfer");
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -607,7 +592,7 @@ static void t_replay_cancel_req(void)
     if (!setup(2))
         return;
     uint8_t sb[50];
-    fill(sb, sizeof sb, 3);
+    tn_fill(sb, sizeof sb, 3);
     quay_req *s;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_STANDARD, &s);
     is_int(quay_cancel(T.e[0], s), 0);
@@ -616,7 +601,7 @@ static void t_replay_cancel_req(void)
     ok(p.b != NULL);
     tn_pump(&T);
     quay_status st;
-    ok(done(s, &st) && st.cancelled);
+    ok(tn_done(s, &st) && st.cancelled);
     expect_pkt(&p, QUAY_ESTATE, "replayed CANCEL_REQ");
     quay_req_free(T.e[0], s);
     pkt_free(&p);
@@ -630,7 +615,7 @@ static void t_duplicate_held(void)
     uint8_t sb[2][40], rb[2][40];
     quay_req *s[2], *r[2];
     for (int k = 0; k < 2; k++) {
-        fill(sb[k], 40, 10 + k);
+        tn_fill(sb[k], 40, 10 + k);
         quay_isend(T.e[0], T.world[0], sb[k], 40, 1, 4, QUAY_SEND_STANDARD, &s[k]);
     }
     tn_pull_all(&T);
@@ -646,7 +631,7 @@ static void t_duplicate_held(void)
     ok(st.held_out_of_order == 0 && st.umsgs_in_use == 2);
     for (int k = 0; k < 2; k++) {
         quay_irecv(T.e[1], T.world[1], rb[k], 40, 0, 4, &r[k]);
-        ok(good(r[k], 40) && memcmp(rb[k], sb[k], 40) == 0);
+        ok(tn_good(r[k], 40) && memcmp(rb[k], sb[k], 40) == 0);
         quay_req_free(T.e[1], r[k]);
         quay_req_free(T.e[0], s[k]);
     }
@@ -689,7 +674,7 @@ static void t_window(void)
     uint8_t sb[5][10], rb[5][10];
     quay_req *s[5], *r[5];
     for (int k = 0; k < 5; k++) {
-        fill(sb[k], 10, k);
+        tn_fill(sb[k], 10, k);
         quay_isend(T.e[0], T.world[0], sb[k], 10, 1, 1, QUAY_SEND_STANDARD, &s[k]);
     }
     tn_pull_all(&T);
@@ -700,7 +685,7 @@ static void t_window(void)
         is_int(tn_deliver(&T, 0), 0); /* seq 0, 1, 2, then 4 */
     for (int k = 0; k < 5; k++) {
         quay_irecv(T.e[1], T.world[1], rb[k], 10, 0, 1, &r[k]);
-        ok(good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
+        ok(tn_good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
         quay_req_free(T.e[1], r[k]);
         quay_req_free(T.e[0], s[k]);
     }
@@ -718,7 +703,7 @@ static void t_held_descriptors(void)
     uint8_t sb[7][10], rb[7][10];
     quay_req *s[7], *r[7];
     for (int k = 0; k < 7; k++) {
-        fill(sb[k], 10, 20 + k);
+        tn_fill(sb[k], 10, 20 + k);
         quay_isend(T.e[0], T.world[0], sb[k], 10, 1, 1, QUAY_SEND_STANDARD, &s[k]);
     }
     tn_pull_all(&T);
@@ -730,7 +715,7 @@ static void t_held_descriptors(void)
         is_int(tn_deliver(&T, 0), 0);
     for (int k = 0; k < 7; k++) {
         quay_irecv(T.e[1], T.world[1], rb[k], 10, 0, 1, &r[k]);
-        ok(good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
+        ok(tn_good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
         quay_req_free(T.e[1], r[k]);
         quay_req_free(T.e[0], s[k]);
     }
@@ -748,7 +733,7 @@ static void t_held_bytes(void)
     uint8_t sb[3][200], rb[3][200];
     quay_req *s[3], *r[3];
     for (int k = 0; k < 3; k++) {
-        fill(sb[k], 200, 30 + k);
+        tn_fill(sb[k], 200, 30 + k);
         quay_isend(T.e[0], T.world[0], sb[k], 200, 1, 1, QUAY_SEND_STANDARD, &s[k]);
     }
     tn_pull_all(&T);
@@ -759,7 +744,7 @@ static void t_held_bytes(void)
     is_int(tn_deliver(&T, 0), 0); /* seq 2 in order: 600 bytes */
     for (int k = 0; k < 3; k++) {
         quay_irecv(T.e[1], T.world[1], rb[k], 200, 0, 1, &r[k]);
-        ok(good(r[k], 200) && memcmp(rb[k], sb[k], 200) == 0);
+        ok(tn_good(r[k], 200) && memcmp(rb[k], sb[k], 200) == 0);
         quay_req_free(T.e[1], r[k]);
         quay_req_free(T.e[0], s[k]);
     }
@@ -787,7 +772,7 @@ static void t_src_claim(void)
         }
         src_claim_cases();
         for (int k = 0; k < 4 && posted; k++) {
-            ok_msg(!done(r[k], NULL), "receive %d matched no false claim", k);
+            ok_msg(!tn_done(r[k], NULL), "receive %d matched no false claim", k);
             quay_cancel(T.e[1], r[k]);
             quay_req_free(T.e[1], r[k]);
         }
@@ -822,7 +807,7 @@ static void t_orphans(void)
     uint8_t sb[20], rb[20];
     quay_req *s[4], *r, *rx;
     for (int k = 0; k < 4; k++) {
-        fill(sb, sizeof sb, 40);
+        tn_fill(sb, sizeof sb, 40);
         quay_isend(T.e[2], T.world[2], sb, sizeof sb, 1, 5, QUAY_SEND_STANDARD, &s[k]);
     }
     tn_pull_all(&T);
@@ -851,9 +836,9 @@ static void t_orphans(void)
            "orphan with a false source claim dropped at comm creation (rejected %llu)",
            (unsigned long long)(z.pkts_rejected - a.pkts_rejected));
     quay_irecv(T.e[1], c50, rb, sizeof rb, 2, 5, &r);
-    ok(good(r, sizeof rb) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, sizeof rb) && memcmp(rb, sb, sizeof sb) == 0);
     quay_irecv(T.e[1], c50, rb, sizeof rb, 0, 5, &rx);
-    ok_msg(!done(rx, NULL), "nothing from comm rank 0 was kept");
+    ok_msg(!tn_done(rx, NULL), "nothing from comm rank 0 was kept");
     quay_cancel(T.e[1], rx);
     quay_req_free(T.e[1], rx);
     quay_req_free(T.e[1], r);
@@ -876,12 +861,12 @@ static void t_orphans(void)
                z.held_out_of_order == 0,
            "held packet with a false claim dropped when its turn came");
     quay_irecv(T.e[1], c51, rb, sizeof rb, 2, 5, &r);
-    ok(good(r, sizeof rb));
+    ok(tn_good(r, sizeof rb));
     quay_req_free(T.e[1], r);
     is_int(quay_comm_free(T.e[1], c50), 0);
     is_int(quay_comm_free(T.e[1], c51), 0);
     for (int k = 0; k < 4; k++) {
-        ok(good(s[k], sizeof sb));
+        ok(tn_good(s[k], sizeof sb));
         quay_req_free(T.e[2], s[k]);
         pkt_free(&p[k]);
     }
@@ -900,9 +885,9 @@ static void cts_pending_case(int v)
     size_t maxpkt = max_packet_of(&cfg);
     static uint8_t big[1000], big2[1000], rbig[1000], rbig2[1000];
     uint8_t small[50], rsmall[50], r0buf[50];
-    fill(big, sizeof big, 1);
-    fill(big2, sizeof big2, 2);
-    fill(small, sizeof small, 3);
+    tn_fill(big, sizeof big, 1);
+    tn_fill(big2, sizeof big2, 2);
+    tn_fill(small, sizeof small, 3);
     quay_req *s, *e0, *rcv, *s2, *r1, *r2, *r3, *s3;
     T.auto_done = 0;
     quay_isend(T.e[0], T.world[0], big, sizeof big, 1, 7, QUAY_SEND_STANDARD, &s);
@@ -941,8 +926,8 @@ static void cts_pending_case(int v)
     quay_irecv(T.e[1], T.world[1], rsmall, sizeof rsmall, 0, 8, &r3);
     quay_isend(T.e[1], T.world[1], small, sizeof small, 0, 9, QUAY_SEND_STANDARD, &s3);
     tn_pump(&T);
-    ok_msg(good(s, 1000) && good(s2, 1000) && good(e0, 50) && good(rcv, 50) &&
-               good(r1, 1000) && good(r2, 1000) && good(r3, 50) && good(s3, 50) &&
+    ok_msg(tn_good(s, 1000) && tn_good(s2, 1000) && tn_good(e0, 50) && tn_good(rcv, 50) &&
+               tn_good(r1, 1000) && tn_good(r2, 1000) && tn_good(r3, 50) && tn_good(s3, 50) &&
                memcmp(big, rbig, 1000) == 0 && memcmp(big2, rbig2, 1000) == 0,
            "%s: the legitimate transfers complete", what);
     quay_req *all0[] = {s, e0, rcv, s2}, *all1[] = {r1, r2, r3, s3};
@@ -964,7 +949,7 @@ static void t_cts_after_completion(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 5);
+    tn_fill(sb, sizeof sb, 5);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
@@ -979,7 +964,7 @@ static void t_cts_after_completion(void)
         }
         tn_deliver(&T, 0);
     }
-    ok(good(s, 1000) && good(r, 1000));
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
     uint32_t old = quay_req_id(s);
     expect_pkt(&last, QUAY_ESTATE, "CTS replayed after the send completed");
     quay_req_free(T.e[0], s);
@@ -993,7 +978,7 @@ static void t_cts_after_completion(void)
     expect_pkt(&last, QUAY_ESTATE, "CTS naming the previous generation of a reused slot");
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
     tn_pump(&T);
-    ok(good(s, 1000) && good(r, 1000));
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
     pkt_free(&last);
@@ -1027,7 +1012,7 @@ static void t_cts_huge(void)
     is_int(quay_cancel(T.e[0], s), 0); /* the RTS is unmatched: cancel succeeds */
     tn_pump(&T);
     quay_status st;
-    ok(done(s, &st) && st.cancelled);
+    ok(tn_done(s, &st) && st.cancelled);
     quay_req_free(T.e[0], s);
     finish();
 #else
@@ -1044,7 +1029,7 @@ static void cts_mid_case(int v)
     if (!setup(3))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 6);
+    tn_fill(sb, sizeof sb, 6);
     memset(rb, 0, sizeof rb);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
@@ -1081,7 +1066,7 @@ static void cts_mid_case(int v)
         ok_msg(rc == 0 || rc == QUAY_ESTATE, "%s: %s", what, quay_strerror(rc));
     }
     tn_pump(&T);
-    ok_msg(good(s, 1000) && good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0,
+    ok_msg(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0,
            "%s: the transfer still completes", what);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -1122,9 +1107,9 @@ static void data_case(int v)
         return;
     static uint8_t sb[1000], rb[1000], s1b[1000], r0b[1000];
     uint8_t pb[50], prb[50];
-    fill(sb, sizeof sb, 7);
-    fill(s1b, sizeof s1b, 8);
-    fill(pb, sizeof pb, 9);
+    tn_fill(sb, sizeof sb, 7);
+    tn_fill(s1b, sizeof s1b, 8);
+    tn_fill(pb, sizeof pb, 9);
     memset(rb, 0, sizeof rb);
     quay_req *r, *p, *s1, *s, *r0, *s2;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
@@ -1161,8 +1146,8 @@ static void data_case(int v)
     quay_irecv(T.e[0], T.world[0], r0b, sizeof r0b, 1, 9, &r0);
     quay_isend(T.e[2], T.world[2], pb, sizeof pb, 1, 3, QUAY_SEND_STANDARD, &s2);
     tn_pump(&T);
-    ok_msg(good(r, 1000) && good(s, 1000) && memcmp(rb, sb, sizeof sb) == 0 &&
-               good(p, 50) && good(r0, 1000) && good(s1, 1000) && good(s2, 50) &&
+    ok_msg(tn_good(r, 1000) && tn_good(s, 1000) && memcmp(rb, sb, sizeof sb) == 0 &&
+               tn_good(p, 50) && tn_good(r0, 1000) && tn_good(s1, 1000) && tn_good(s2, 50) &&
                memcmp(r0b, s1b, sizeof s1b) == 0,
            "%s: legitimate transfers complete with correct data", what);
     quay_req_free(T.e[1], r);
@@ -1185,7 +1170,7 @@ static void t_data_duplicate(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 11);
+    tn_fill(sb, sizeof sb, 11);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
@@ -1202,7 +1187,7 @@ static void t_data_duplicate(void)
     is_int(tn_deliver(&T, 0), 0);
     expect_pkt(&d0, QUAY_ESTATE, "duplicate DATA fragment below the window base");
     tn_pump(&T);
-    ok(good(r, 1000) && good(s, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    ok(tn_good(r, 1000) && tn_good(s, 1000) && memcmp(sb, rb, sizeof sb) == 0);
     expect_pkt(&d1, QUAY_ESTATE, "DATA after the receive completed");
     quay_req_free(T.e[1], r);
     expect_pkt(&d0, QUAY_ESTATE, "DATA for a released receive");
@@ -1220,8 +1205,8 @@ static void ack_case(int v)
         return;
     static uint8_t big[1000], rbig[1000];
     uint8_t small[50], rs[4][50], r0b[50];
-    fill(small, sizeof small, 12);
-    fill(big, sizeof big, 13);
+    tn_fill(small, sizeof small, 12);
+    tn_fill(big, sizeof big, 13);
     quay_req *std, *syn, *rsync, *rcv, *unsent, *r[4], *s4;
     T.auto_done = 0;
     quay_isend(T.e[0], T.world[0], small, 50, 1, 1, QUAY_SEND_STANDARD, &std);
@@ -1256,9 +1241,9 @@ static void ack_case(int v)
                    tags[k], &r[k]);
     quay_isend(T.e[1], T.world[1], small, 50, 0, 4, QUAY_SEND_STANDARD, &s4);
     tn_pump(&T);
-    ok_msg(good(std, 50) && good(syn, 50) && good(rsync, 1000) && good(rcv, 50) &&
-               good(unsent, 50) && good(r[0], 50) && good(r[1], 50) && good(r[2], 1000) &&
-               good(r[3], 50) && good(s4, 50),
+    ok_msg(tn_good(std, 50) && tn_good(syn, 50) && tn_good(rsync, 1000) && tn_good(rcv, 50) &&
+               tn_good(unsent, 50) && tn_good(r[0], 50) && tn_good(r[1], 50) && tn_good(r[2], 1000) &&
+               tn_good(r[3], 50) && tn_good(s4, 50),
            "%s: the legitimate transfers complete", what);
     quay_req *all0[] = {std, syn, rsync, rcv, unsent};
     for (size_t k = 0; k < COUNT_OF(all0); k++)
@@ -1280,7 +1265,7 @@ static void t_ack_twice(void)
     if (!setup(2))
         return;
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 14);
+    tn_fill(sb, sizeof sb, 14);
     quay_req *s, *r;
     T.auto_done = 0;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
@@ -1291,10 +1276,10 @@ static void t_ack_twice(void)
     int i = find(QUAY_PKT_ACK, 1, 0);
     pkt a = grab(i);
     is_int(tn_deliver(&T, i), 0);
-    ok_msg(!done(s, NULL), "ACK before op_done: not complete yet");
+    ok_msg(!tn_done(s, NULL), "ACK before op_done: not complete yet");
     expect_pkt(&a, QUAY_ESTATE, "second ACK before op_done");
     flush_pending();
-    ok(good(s, 50));
+    ok(tn_good(s, 50));
     expect_pkt(&a, QUAY_ESTATE, "ACK after completion");
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -1307,7 +1292,7 @@ static void t_ack_ready_rndv(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 15);
+    tn_fill(sb, sizeof sb, 15);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 6, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 6, QUAY_SEND_READY, &s);
@@ -1320,7 +1305,7 @@ static void t_ack_ready_rndv(void)
     h.status = 0;
     expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ACK 0 for a ready rendezvous send");
     tn_pump(&T);
-    ok(good(s, 1000) && good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
     finish();
@@ -1333,7 +1318,7 @@ static void cancel_rep_case(int v)
     if (!setup(3))
         return;
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 16);
+    tn_fill(sb, sizeof sb, 16);
     quay_req *a, *b, *r;
     T.auto_done = 0;
     quay_isend(T.e[0], T.world[0], sb, 50, 1, 1, QUAY_SEND_SYNC, &a);
@@ -1359,7 +1344,7 @@ static void cancel_rep_case(int v)
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
     tn_pump(&T);
     quay_status st;
-    ok_msg(done(b, &st) && st.cancelled && good(a, 50) && good(r, 50),
+    ok_msg(tn_done(b, &st) && st.cancelled && tn_good(a, 50) && tn_good(r, 50),
            "%s: the cancel and the sync send complete", what);
     quay_req_free(T.e[0], a);
     quay_req_free(T.e[0], b);
@@ -1379,7 +1364,7 @@ static void t_cancel_rep_after_cts(void)
     if (!setup(3))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 17);
+    tn_fill(sb, sizeof sb, 17);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
@@ -1404,8 +1389,8 @@ static void t_cancel_rep_after_cts(void)
         tn_deliver(&T, 0);
     }
     quay_status st;
-    ok(done(s, &st) && !st.cancelled && st.error == 0);
-    ok(good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    ok(tn_done(s, &st) && !st.cancelled && st.error == 0);
+    ok(tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
     ok(rep.b != NULL);
     if (rep.b)
         expect_pkt(&rep, QUAY_ESTATE, "CANCEL_REP delivered twice");
@@ -1422,7 +1407,7 @@ static void t_op_done(void)
     if (!setup(2))
         return;
     uint8_t sb[50];
-    fill(sb, sizeof sb, 18);
+    tn_fill(sb, sizeof sb, 18);
     quay_req *s;
     T.auto_done = 0;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
@@ -1438,16 +1423,16 @@ static void t_op_done(void)
     is_int(quay_on_op_done(T.e[0], 0, 0), QUAY_ESTATE);
     is_int(quay_on_op_done(NULL, tok, 0), QUAY_EINVAL);
     is_int(quay_on_op_done(T.e[1], tok, 0), QUAY_ESTATE); /* another engine's token */
-    ok(!done(s, NULL));
+    ok(!tn_done(s, NULL));
     is_int(quay_on_op_done(T.e[0], tok, 0), 0);
     T.q[0].done = 1;
-    ok(good(s, 50));
+    ok(tn_good(s, 50));
     is_int(quay_on_op_done(T.e[0], tok, 0), QUAY_ESTATE); /* twice */
     uint8_t rb[50];
     quay_req *r;
     tn_pump(&T);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
-    ok(good(r, 50) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, 50) && memcmp(rb, sb, sizeof sb) == 0);
     quay_req_free(T.e[1], r);
     quay_req_free(T.e[0], s);
     finish();
@@ -1463,7 +1448,7 @@ static void t_unexpected_bytes(void)
     if (!setup_cfg(2, &cfg))
         return;
     uint8_t sb[250], rb[250];
-    fill(sb, sizeof sb, 19);
+    tn_fill(sb, sizeof sb, 19);
     quay_req *s[5], *r[5];
     quay_isend(T.e[0], T.world[0], sb, 250, 1, 1, QUAY_SEND_STANDARD, &s[0]);
     tn_pull_all(&T);
@@ -1471,7 +1456,7 @@ static void t_unexpected_bytes(void)
     expect_pkt(&p0, QUAY_EAGAIN, "unexpected EAGER larger than unexpected_bytes_max");
     quay_irecv(T.e[1], T.world[1], rb, 250, 0, 1, &r[0]);
     is_int(offer(&p0), 0);
-    ok(good(r[0], 250) && memcmp(rb, sb, 250) == 0);
+    ok(tn_good(r[0], 250) && memcmp(rb, sb, 250) == 0);
 
     quay_isend(T.e[0], T.world[0], sb, 150, 1, 2, QUAY_SEND_STANDARD, &s[1]);
     quay_isend(T.e[0], T.world[0], sb + 50, 150, 1, 2, QUAY_SEND_STANDARD, &s[2]);
@@ -1480,10 +1465,10 @@ static void t_unexpected_bytes(void)
     is_int(offer(&p1), 0);
     expect_pkt(&p2, QUAY_EAGAIN, "second unexpected EAGER beyond the byte budget");
     quay_irecv(T.e[1], T.world[1], rb, 250, 0, 2, &r[1]);
-    ok(good(r[1], 150) && memcmp(rb, sb, 150) == 0);
+    ok(tn_good(r[1], 150) && memcmp(rb, sb, 150) == 0);
     is_int(offer(&p2), 0);
     quay_irecv(T.e[1], T.world[1], rb, 250, 0, 2, &r[2]);
-    ok(good(r[2], 150) && memcmp(rb, sb + 50, 150) == 0);
+    ok(tn_good(r[2], 150) && memcmp(rb, sb + 50, 150) == 0);
 
     quay_isend(T.e[0], T.world[0], sb, 150, 1, 3, QUAY_SEND_STANDARD, &s[3]);
     quay_isend(T.e[0], T.world[0], sb + 100, 150, 1, 3, QUAY_SEND_STANDARD, &s[4]);
@@ -1493,10 +1478,10 @@ static void t_unexpected_bytes(void)
     is_int(offer(&p3), 0);
     expect_pkt(&p4, QUAY_EAGAIN, "in-order EAGER beyond the byte budget");
     quay_irecv(T.e[1], T.world[1], rb, 250, 0, 3, &r[3]);
-    ok(good(r[3], 150));
+    ok(tn_good(r[3], 150));
     is_int(offer(&p4), 0);
     quay_irecv(T.e[1], T.world[1], rb, 250, 0, 3, &r[4]);
-    ok(good(r[4], 150) && memcmp(rb, sb + 100, 150) == 0);
+    ok(tn_good(r[4], 150) && memcmp(rb, sb + 100, 150) == 0);
     for (int k = 0; k < 5; k++) {
         quay_req_free(T.e[0], s[k]);
         quay_req_free(T.e[1], r[k]);
@@ -1517,7 +1502,7 @@ static void t_descriptor_pool(void)
     static uint8_t sb[6][1000], rb[6][1000];
     quay_req *s[6], *r[6];
     for (int k = 0; k < 6; k++) {
-        fill(sb[k], 1000, 50 + k);
+        tn_fill(sb[k], 1000, 50 + k);
         quay_isend(T.e[0], T.world[0], sb[k], k == 5 ? 1000 : 20, 1, 1, QUAY_SEND_STANDARD,
                    &s[k]);
     }
@@ -1539,7 +1524,7 @@ static void t_descriptor_pool(void)
     int all = 1;
     for (int k = 0; k < 6; k++) {
         size_t len = k == 5 ? 1000 : 20;
-        all &= good(r[k], len) && good(s[k], len) && memcmp(rb[k], sb[k], len) == 0;
+        all &= tn_good(r[k], len) && tn_good(s[k], len) && memcmp(rb[k], sb[k], len) == 0;
         quay_req_free(T.e[0], s[k]);
         quay_req_free(T.e[1], r[k]);
         pkt_free(&p[k]);
@@ -1558,7 +1543,7 @@ static void t_ctrl_ring(void)
     uint8_t sb[3][10], rb[3][10];
     quay_req *s[3], *r[3];
     for (int k = 0; k < 3; k++) {
-        fill(sb[k], 10, 60 + k);
+        tn_fill(sb[k], 10, 60 + k);
         quay_irecv(T.e[1], T.world[1], rb[k], 10, 0, 1, &r[k]);
     }
     for (int k = 0; k < 3; k++)
@@ -1571,7 +1556,7 @@ static void t_ctrl_ring(void)
     tn_pump(&T);
     int all = 1;
     for (int k = 0; k < 3; k++) {
-        all &= good(s[k], 10) && good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0;
+        all &= tn_good(s[k], 10) && tn_good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0;
         quay_req_free(T.e[0], s[k]);
         quay_req_free(T.e[1], r[k]);
     }
@@ -1583,7 +1568,7 @@ static void t_ctrl_ring(void)
         quay_isend(T.e[0], T.world[0], sb[k], 10, 1, 2, QUAY_SEND_SYNC, &s[k]);
     tn_pump(&T);
     is_int(quay_irecv(T.e[1], T.world[1], rb[0], 10, 0, 2, &r[0]), 0);
-    ok(good(r[0], 10));
+    ok(tn_good(r[0], 10));
     quay_req *x = (quay_req *)&x;
     is_int(quay_irecv(T.e[1], T.world[1], rb[1], 10, 0, 2, &x), QUAY_EAGAIN);
     ok(x == NULL);
@@ -1597,7 +1582,7 @@ static void t_ctrl_ring(void)
     is_int(quay_irecv(T.e[1], T.world[1], rb[1], 10, 0, 2, &r[1]), 0);
     tn_pump(&T);
     for (int k = 0; k < 2; k++) {
-        ok(good(r[k], 10) && good(s[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
+        ok(tn_good(r[k], 10) && tn_good(s[k], 10) && memcmp(rb[k], sb[k], 10) == 0);
         quay_req_free(T.e[0], s[k]);
         quay_req_free(T.e[1], r[k]);
     }
@@ -1622,7 +1607,7 @@ static void t_reg_replay_of_blocked_held(void)
     uint8_t sb[2][10], rb[2][10];
     quay_req *s[2], *r[2];
     for (int k = 0; k < 2; k++) {
-        fill(sb[k], 10, 70 + k);
+        tn_fill(sb[k], 10, 70 + k);
         quay_irecv(T.e[1], T.world[1], rb[k], 10, 0, 1, &r[k]);
         quay_isend(T.e[0], T.world[0], sb[k], 10, 1, 1, QUAY_SEND_SYNC, &s[k]);
     }
@@ -1641,7 +1626,7 @@ static void t_reg_replay_of_blocked_held(void)
     tn_pump(&T);
     int all = 1;
     for (int k = 0; k < 2; k++) {
-        all &= good(s[k], 10) && good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0;
+        all &= tn_good(s[k], 10) && tn_good(r[k], 10) && memcmp(rb[k], sb[k], 10) == 0;
         quay_req_free(T.e[0], s[k]);
         quay_req_free(T.e[1], r[k]);
     }
@@ -1683,7 +1668,7 @@ static void t_request_pool(void)
     uint8_t rb[10];
     quay_irecv(T.e[0], T.world[0], rb, 10, 1, 1, &rr);
     tn_pump(&T);
-    ok(good(x, 10) && good(rr, 10));
+    ok(tn_good(x, 10) && tn_good(rr, 10));
     quay_req_free(T.e[1], x);
     quay_req_free(T.e[0], rr);
     for (int k = 0; k < 3; k++) {
@@ -1740,7 +1725,7 @@ static void t_fuzz_on_packet(void)
         for (int k = 0; k < 8; k++) {
             if (posted[k] != NULL && posted[k]->state == QUAY_RS_RECV_RNDV)
                 posted[k] = NULL; /* matched a mutated RTS: no DATA will come */
-            if (posted[k] != NULL && !done(posted[k], NULL))
+            if (posted[k] != NULL && !tn_done(posted[k], NULL))
                 continue;
             if (posted[k] != NULL)
                 quay_req_free(T.e[1], posted[k]);
@@ -1860,7 +1845,7 @@ static void t_imrecv_forged(void)
     if (!setup(2))
         return;
     uint8_t sb[20], rb[20];
-    fill(sb, sizeof sb, 80);
+    tn_fill(sb, sizeof sb, 80);
     quay_req *s, *r, *x;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 3, QUAY_SEND_STANDARD, &s);
     tn_pump(&T);
@@ -1882,7 +1867,7 @@ static void t_imrecv_forged(void)
     is_int(quay_imrecv(T.e[1], m, NULL, sizeof rb, &x), QUAY_EINVAL);
     is_int(quay_imrecv(T.e[1], m, rb, sizeof rb, NULL), QUAY_EINVAL);
     is_int(quay_imrecv(T.e[1], m, rb, sizeof rb, &r), 0);
-    ok(good(r, sizeof rb) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, sizeof rb) && memcmp(rb, sb, sizeof sb) == 0);
     is_int(quay_imrecv(T.e[1], m, rb, sizeof rb, &x), QUAY_EINVAL); /* consumed */
     quay_req_free(T.e[1], r);
     quay_req_free(T.e[0], s);
@@ -1914,7 +1899,7 @@ static void t_req_pointer_misuse(void)
     }
     is_int(quay_cancel(NULL, r0), QUAY_EINVAL);
     is_int(quay_req_free(NULL, r0), QUAY_EINVAL);
-    ok(!done(r0, NULL) && !done(r1, NULL));
+    ok(!tn_done(r0, NULL) && !tn_done(r1, NULL));
     /* Released: every later use is refused. */
     is_int(quay_cancel(T.e[0], r0), 0);
     is_int(quay_req_free(T.e[0], r0), 0);
@@ -2038,7 +2023,7 @@ static void t_p2p_args(void)
     is_int(quay_improbe(e, NULL, 1, 0, &m, NULL), QUAY_EINVAL);
     /* Zero bytes with a NULL buffer are fine. */
     is_int(quay_isend(e, w, NULL, 0, QUAY_PROC_NULL, 0, QUAY_SEND_STANDARD, &x), 0);
-    ok(good(x, 0));
+    ok(tn_good(x, 0));
     quay_req_free(e, x);
     quay_stats st;
     quay_engine_stats(e, &st);

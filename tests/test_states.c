@@ -84,20 +84,6 @@ static int setup_cfg(int n, const quay_config *cfg)
 
 static int setup(int n) { return setup_cfg(n, NULL); }
 
-static void fill(uint8_t *b, size_t n, int seed)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(seed * 31 + i * 7 + 1);
-}
-
-static int done(const quay_req *r, quay_status *st) { return quay_req_test(r, st); }
-
-static int good(const quay_req *r, uint64_t len)
-{
-    quay_status st;
-    return done(r, &st) && st.error == 0 && !st.cancelled && st.count == len;
-}
-
 static int find(int type, int from, int to)
 {
     for (int i = 0; i < T.nq; i++)
@@ -235,12 +221,12 @@ static void t_eager_standard(void)
     if (!setup(2))
         return;
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 1);
+    tn_fill(sb, sizeof sb, 1);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
     tn_pump(&T);
-    ok(good(s, 50) && good(r, 50));
+    ok(tn_good(s, 50) && tn_good(r, 50));
     STATES(0, s, "standard eager send", F, SE, D);
     STATES(1, r, "receive posted, then EAGER", F, RP, D);
     quay_req_free(T.e[0], s);
@@ -252,10 +238,10 @@ static void t_eager_standard(void)
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
     tn_pull_all(&T);
     deliver_nodone(0);
-    ok(good(r, 50) && !done(s, NULL));
+    ok(tn_good(r, 50) && !tn_done(s, NULL));
     STATES(0, s, "standard eager before op_done", F, SE);
     flush_pending(0);
-    ok(good(s, 50));
+    ok(tn_good(s, 50));
     STATES(0, s, "standard eager after op_done", F, SE, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -267,7 +253,7 @@ static void t_eager_sync(void)
     if (!setup(2))
         return;
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 2);
+    tn_fill(sb, sizeof sb, 2);
     quay_req *s, *r;
     /* op_done before the ACK. */
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
@@ -275,7 +261,7 @@ static void t_eager_sync(void)
     tn_pull_all(&T); /* auto op_done */
     STATES(0, s, "sync eager, wire done, no ACK yet", F, SE, SW);
     tn_pump(&T);
-    ok(good(s, 50) && good(r, 50));
+    ok(tn_good(s, 50) && tn_good(r, 50));
     STATES(0, s, "sync eager, op_done before ACK", F, SE, SW, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -288,9 +274,9 @@ static void t_eager_sync(void)
     deliver_nodone(find(QUAY_PKT_EAGER, 0, 1));
     tn_pull_all(&T);
     deliver_nodone(find(QUAY_PKT_ACK, 1, 0));
-    ok(!done(s, NULL));
+    ok(!tn_done(s, NULL));
     flush_pending(0);
-    ok(good(s, 50));
+    ok(tn_good(s, 50));
     STATES(0, s, "sync eager, ACK before op_done", F, SE, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -299,7 +285,7 @@ static void t_eager_sync(void)
     T.auto_done = 1;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_SYNC, &s);
     tn_pump(&T);
-    ok(!done(s, NULL));
+    ok(!tn_done(s, NULL));
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
     STATES(1, r, "receive of an unexpected EAGER", F, D);
     tn_pump(&T);
@@ -314,23 +300,23 @@ static void t_eager_ready(void)
     if (!setup(2))
         return;
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 3);
+    tn_fill(sb, sizeof sb, 3);
     quay_req *s, *r;
     quay_status st;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_READY, &s);
     tn_pump(&T);
-    ok(good(s, 50) && good(r, 50));
+    ok(tn_good(s, 50) && tn_good(r, 50));
     STATES(0, s, "ready eager, receive posted", F, SE, SW, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
 
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_READY, &s);
     tn_pump(&T);
-    ok(done(s, &st) && st.error == QUAY_ENOTPOSTED);
+    ok(tn_done(s, &st) && st.error == QUAY_ENOTPOSTED);
     STATES(0, s, "ready eager, nothing posted", F, SE, SW, D);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
-    ok(done(r, &st) && st.error == QUAY_ENOTPOSTED && st.count == 0);
+    ok(tn_done(r, &st) && st.error == QUAY_ENOTPOSTED && st.count == 0);
     STATES(1, r, "receive of a poisoned ready message", F, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -344,13 +330,13 @@ static void t_rndv(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 4);
+    tn_fill(sb, sizeof sb, 4);
     quay_req *s, *r;
     quay_status st;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
     tn_pump(&T);
-    ok(good(s, 1000) && good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
     STATES(0, s, "rendezvous send", F, SR, SD, D);
     STATES(1, r, "receive posted, then RTS", F, RP, RR, D);
     quay_req_free(T.e[0], s);
@@ -363,7 +349,7 @@ static void t_rndv(void)
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
     STATES(1, r, "receive of an unexpected RTS, granting", F, RR);
     tn_pump(&T);
-    ok(good(s, 1000) && good(r, 1000));
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
     STATES(1, r, "receive of an unexpected RTS", F, RR, D);
     STATES(0, s, "sync rendezvous send", F, SR, SD, D);
     quay_req_free(T.e[0], s);
@@ -372,10 +358,10 @@ static void t_rndv(void)
     /* Ready rendezvous with nothing posted: the NAK ends it. */
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 3, QUAY_SEND_READY, &s);
     tn_pump(&T);
-    ok(done(s, &st) && st.error == QUAY_ENOTPOSTED);
+    ok(tn_done(s, &st) && st.error == QUAY_ENOTPOSTED);
     STATES(0, s, "ready rendezvous, nothing posted", F, SR, D);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 3, &r);
-    ok(done(r, &st) && st.error == QUAY_ENOTPOSTED);
+    ok(tn_done(r, &st) && st.error == QUAY_ENOTPOSTED);
     STATES(1, r, "receive of a poisoned ready RTS", F, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -384,7 +370,7 @@ static void t_rndv(void)
     quay_irecv(T.e[1], T.world[1], rb, 300, 0, 4, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 4, QUAY_SEND_STANDARD, &s);
     tn_pump(&T);
-    ok(done(r, &st) && st.error == QUAY_ETRUNCATE && st.count == 300);
+    ok(tn_done(r, &st) && st.error == QUAY_ETRUNCATE && st.count == 300);
     STATES(1, r, "truncated rendezvous receive", F, RP, RR, D);
     STATES(0, s, "rendezvous send to a short receive", F, SR, SD, D);
     quay_req_free(T.e[0], s);
@@ -397,7 +383,7 @@ static void t_mprobe(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 5);
+    tn_fill(sb, sizeof sb, 5);
     quay_req *s1, *s2, *r1, *r2;
     quay_msg *m1, *m2;
     quay_isend(T.e[0], T.world[0], sb, 40, 1, 1, QUAY_SEND_STANDARD, &s1);
@@ -409,7 +395,7 @@ static void t_mprobe(void)
     quay_imrecv(T.e[1], m1, rb, sizeof rb, &r1);
     quay_imrecv(T.e[1], m2, rb, sizeof rb, &r2);
     tn_pump(&T);
-    ok(good(r1, 40) && good(r2, 1000));
+    ok(tn_good(r1, 40) && tn_good(r2, 1000));
     STATES(1, r1, "imrecv of an eager message", F, D);
     STATES(1, r2, "imrecv of an RTS", F, RR, D);
     quay_req_free(T.e[0], s1);
@@ -425,7 +411,7 @@ static void t_null_buffered(void)
         return;
     static uint8_t abuf[2048];
     uint8_t sb[50], rb[50];
-    fill(sb, sizeof sb, 6);
+    tn_fill(sb, sizeof sb, 6);
     quay_req *s, *r, *b;
     quay_isend(T.e[0], T.world[0], sb, 5, QUAY_PROC_NULL, 1, QUAY_SEND_STANDARD, &s);
     quay_irecv(T.e[0], T.world[0], rb, 5, QUAY_PROC_NULL, 1, &r);
@@ -440,7 +426,7 @@ static void t_null_buffered(void)
     STATES(0, b, "buffered send (user request)", F, D);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
     tn_pump(&T);
-    ok(good(r, 50) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, 50) && memcmp(rb, sb, sizeof sb) == 0);
     /* The carrier is the one other request of rank 0 since `before`. */
     uint32_t carrier = 0;
     for (int i = before; i < nrec; i++)
@@ -465,14 +451,14 @@ static void t_cancel_succeeds(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000];
-    fill(sb, sizeof sb, 7);
+    tn_fill(sb, sizeof sb, 7);
     quay_req *s, *r;
     quay_status st;
     /* Eager, cancelled before it left. */
     quay_isend(T.e[0], T.world[0], sb, 50, 1, 1, QUAY_SEND_STANDARD, &s);
     quay_cancel(T.e[0], s);
     tn_pump(&T);
-    ok(done(s, &st) && st.cancelled && st.error == QUAY_ECANCELLED && st.count == 0);
+    ok(tn_done(s, &st) && st.cancelled && st.error == QUAY_ECANCELLED && st.count == 0);
     STATES(0, s, "eager send cancelled", F, SE, SC, D);
     quay_req_free(T.e[0], s);
 
@@ -481,7 +467,7 @@ static void t_cancel_succeeds(void)
     tn_pump(&T);
     quay_cancel(T.e[0], s);
     tn_pump(&T);
-    ok(done(s, &st) && st.cancelled);
+    ok(tn_done(s, &st) && st.cancelled);
     STATES(0, s, "sync eager cancelled while waiting for its ACK", F, SE, SW, SC, D);
     quay_req_free(T.e[0], s);
 
@@ -490,7 +476,7 @@ static void t_cancel_succeeds(void)
     tn_pump(&T);
     quay_cancel(T.e[0], s);
     tn_pump(&T);
-    ok(done(s, &st) && st.cancelled);
+    ok(tn_done(s, &st) && st.cancelled);
     STATES(0, s, "rendezvous send cancelled", F, SR, SC, D);
     quay_req_free(T.e[0], s);
 
@@ -502,7 +488,7 @@ static void t_cancel_succeeds(void)
     uint8_t rb[10];
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 9, &r);
     is_int(quay_cancel(T.e[1], r), 0);
-    ok(done(r, &st) && st.cancelled && st.error == QUAY_ECANCELLED);
+    ok(tn_done(r, &st) && st.cancelled && st.error == QUAY_ECANCELLED);
     STATES(1, r, "posted receive cancelled", F, RP, D);
     quay_req_free(T.e[1], r);
     finish();
@@ -513,7 +499,7 @@ static void t_cancel_fails(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 8);
+    tn_fill(sb, sizeof sb, 8);
     quay_req *s, *r;
     quay_status st;
 
@@ -531,7 +517,7 @@ static void t_cancel_fails(void)
     deliver_nodone(find(QUAY_PKT_CANCEL_REP, 1, 0));
     STATES(0, s, "failed cancel restores SEND_EAGER", F, SE, SC, SE);
     flush_pending(0);
-    ok(done(s, &st) && !st.cancelled && st.error == 0);
+    ok(tn_done(s, &st) && !st.cancelled && st.error == 0);
     STATES(0, s, "eager send, cancel failed", F, SE, SC, SE, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -544,7 +530,7 @@ static void t_cancel_fails(void)
     tn_deliver(&T, find(QUAY_PKT_EAGER, 0, 1)); /* matched; ACK queued */
     quay_cancel(T.e[0], s);
     tn_pump(&T);
-    ok(done(s, &st) && !st.cancelled && st.error == 0);
+    ok(tn_done(s, &st) && !st.cancelled && st.error == 0);
     STATES(0, s, "sync eager, cancel failed", F, SE, SW, SC, SW, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -561,7 +547,7 @@ static void t_cancel_fails(void)
     tn_pull(&T, 1);
     ok(T.nq == 2 && tn_type(&T, 0) == QUAY_PKT_CANCEL_REP && tn_type(&T, 1) == QUAY_PKT_CTS);
     tn_pump(&T);
-    ok(done(s, &st) && !st.cancelled && good(r, 1000) && memcmp(rb, sb, 1000) == 0);
+    ok(tn_done(s, &st) && !st.cancelled && tn_good(r, 1000) && memcmp(rb, sb, 1000) == 0);
     STATES(0, s, "rendezvous, cancel failed before the CTS", F, SR, SC, SR, SD, D);
     STATES(1, r, "its receive", F, RP, RR, D);
     quay_req_free(T.e[0], s);
@@ -577,7 +563,7 @@ static void t_cancel_fails(void)
     tn_deliver(&T, find(QUAY_PKT_CTS, 1, 0));
     STATES(0, s, "CTS during a pending cancel", F, SR, SC, SD);
     tn_pump(&T);
-    ok(done(s, &st) && !st.cancelled && good(r, 1000));
+    ok(tn_done(s, &st) && !st.cancelled && tn_good(r, 1000));
     STATES(0, s, "rendezvous, CTS during the cancel", F, SR, SC, SD, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
@@ -602,7 +588,7 @@ static void t_failures(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 9);
+    tn_fill(sb, sizeof sb, 9);
     quay_req *s, *r;
     quay_status st;
     T.auto_done = 0;
@@ -612,7 +598,7 @@ static void t_failures(void)
     tn_pull_all(&T);
     is_int(quay_on_op_done(T.e[0], T.q[0].token, QUAY_EPEER), 0);
     T.q[0].done = 1;
-    ok(done(s, &st) && st.error == QUAY_EPEER);
+    ok(tn_done(s, &st) && st.error == QUAY_EPEER);
     STATES(0, s, "eager send, transport failed", F, SE, D);
     quay_req_free(T.e[0], s);
     tn_deliver(&T, 0);
@@ -636,7 +622,7 @@ static void t_failures(void)
         }
     }
     ok(ndata == 2);
-    ok(done(s, &st) && st.error == QUAY_EPEER);
+    ok(tn_done(s, &st) && st.error == QUAY_EPEER);
     STATES(0, s, "rendezvous send, DATA failed", F, SR, SD, D);
     quay_req_free(T.e[0], s);
 
@@ -650,7 +636,7 @@ static void t_failures(void)
     int i = find(QUAY_PKT_CTS, 1, 0);
     quay_on_op_done(T.e[1], T.q[i].token, QUAY_EPEER);
     T.q[i].done = 1;
-    ok(done(r2, &st) && st.error == QUAY_EPEER);
+    ok(tn_done(r2, &st) && st.error == QUAY_EPEER);
     STATES(1, r2, "rendezvous receive, CTS failed", F, RP, RR, D);
     /* The peers cannot finish these transfers; free without pumping. */
     flush_pending(0);
@@ -664,12 +650,12 @@ static void t_packet_trace(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 10);
+    tn_fill(sb, sizeof sb, 10);
     quay_req *s, *r;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 5, &r);
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 5, QUAY_SEND_STANDARD, &s);
     tn_pump(&T);
-    ok(good(s, 1000) && good(r, 1000));
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
 
     int out[64], nout = 0, in0[64], nin0 = 0, in1[64], nin1 = 0, out0[64], nout0 = 0,
         out1[64], nout1 = 0, bad = 0, nmatch = 0;
@@ -737,7 +723,7 @@ static void t_packet_trace(void)
     tn_pump(&T);
     nrec = 0;
     quay_irecv(T.e[1], c1, rb, sizeof rb, QUAY_ANY_SOURCE, 6, &r);
-    ok(good(r, 20));
+    ok(tn_good(r, 20));
     ok_msg(nrec >= 1 && REC[0].ev.kind == QUAY_TR_MATCH && REC[0].rank == 1 &&
                REC[0].ev.req_id == quay_req_id(r) && REC[0].ev.peer == 0 &&
                REC[0].ev.seq == 1 && REC[0].ev.ctx == 9 && REC[0].ev.src == 1 &&
@@ -751,7 +737,7 @@ static void t_packet_trace(void)
            "MATCH of a matched probe: no request, seq 2, tag 7");
     quay_req *r2;
     quay_imrecv(T.e[1], m, rb, sizeof rb, &r2);
-    ok(good(r2, 20));
+    ok(tn_good(r2, 20));
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[0], s2);
     quay_req_free(T.e[1], r);
@@ -772,7 +758,7 @@ static void t_pkt_in_seq(void)
     if (!setup(2))
         return;
     uint8_t sb[20], rb[20];
-    fill(sb, sizeof sb, 11);
+    tn_fill(sb, sizeof sb, 11);
     quay_req *s[2], *r[2];
     for (int k = 0; k < 2; k++)
         quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s[k]);
@@ -885,7 +871,7 @@ static void complete_actions_run(int on)
     if (!setup_cfg(2, &cfg))
         return;
     static uint8_t abuf[2048], sb[1000], rb[6][1000];
-    fill(sb, sizeof sb, 12);
+    tn_fill(sb, sizeof sb, 12);
     completes c = {0, {0}, {0}, {0}};
     quay_req *s[5], *r[6], *early, *late;
     static char users[16];
@@ -915,9 +901,9 @@ static void complete_actions_run(int on)
     pump_rec(&c);
     int all_done = 1;
     for (int k = 0; k < 5; k++)
-        all_done &= done(s[k], NULL) && done(r[k], NULL);
+        all_done &= tn_done(s[k], NULL) && tn_done(r[k], NULL);
     ok(memcmp(rb[1], sb, 1000) == 0 && memcmp(rb[4], sb, 50) == 0);
-    ok_msg(all_done && done(r[5], NULL), "every request complete");
+    ok_msg(all_done && tn_done(r[5], NULL), "every request complete");
     quay_stats st;
     quay_engine_stats(T.e[0], &st);
     is_int(st.reqs_in_use, 5); /* early and the buffered carrier released */
@@ -934,7 +920,7 @@ static void complete_actions_run(int on)
 
     /* Completed but freed before its COMPLETE is pulled: no action. */
     quay_isend(T.e[0], T.world[0], sb, 10, QUAY_PROC_NULL, 0, QUAY_SEND_STANDARD, &late);
-    ok(done(late, NULL));
+    ok(tn_done(late, NULL));
     quay_req_free(T.e[0], late);
     c.n = 0;
     pump_rec(&c);
@@ -958,7 +944,7 @@ static void t_free_before_completion(void)
     if (!setup(2))
         return;
     static uint8_t sb[1000], rb[1000];
-    fill(sb, sizeof sb, 13);
+    tn_fill(sb, sizeof sb, 13);
     quay_req *s, *r;
     quay_stats st;
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
@@ -1034,7 +1020,7 @@ static void t_hot_path(void)
     long before = fa.calls;
     for (int batch = 0; batch < 10; batch++) {
         for (int k = 0; k < 100; k++) {
-            fill(sb[k], 64, batch * 100 + k);
+            tn_fill(sb[k], 64, batch * 100 + k);
             quay_irecv(T.e[1], T.world[1], rb[k], 64, 0, k % 7, &r[k]);
         }
         for (int k = 0; k < 100; k++)
@@ -1042,7 +1028,7 @@ static void t_hot_path(void)
                        batch % 2 ? QUAY_SEND_SYNC : QUAY_SEND_STANDARD, &s[k]);
         tn_pump(&T);
         for (int k = 0; k < 100; k++) {
-            all &= good(s[k], 64) && good(r[k], 64) && memcmp(sb[k], rb[k], 64) == 0;
+            all &= tn_good(s[k], 64) && tn_good(r[k], 64) && memcmp(sb[k], rb[k], 64) == 0;
             quay_req_free(T.e[0], s[k]);
             quay_req_free(T.e[1], r[k]);
         }
@@ -1056,7 +1042,7 @@ static void t_hot_path(void)
         quay_irecv(T.e[1], T.world[1], rbig, sizeof rbig, 0, 1, &r[0]);
         quay_isend(T.e[0], T.world[0], big, sizeof big, 1, 1, QUAY_SEND_STANDARD, &s[0]);
         tn_pump(&T);
-        all &= good(s[0], 1000) && good(r[0], 1000);
+        all &= tn_good(s[0], 1000) && tn_good(r[0], 1000);
         quay_req_free(T.e[0], s[0]);
         quay_req_free(T.e[1], r[0]);
     }
@@ -1145,7 +1131,7 @@ static void t_failmalloc(void)
     quay_comm_free(T.e[1], c);
 
     uint8_t sb[40], rb[40];
-    fill(sb, sizeof sb, 14);
+    tn_fill(sb, sizeof sb, 14);
     quay_req *s, *r;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
     tn_pull_all(&T);
@@ -1158,7 +1144,7 @@ static void t_failmalloc(void)
     fa.fail_at = 0;
     is_int(tn_deliver(&T, 0), 0);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
-    ok(good(r, 40) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, 40) && memcmp(rb, sb, sizeof sb) == 0);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
     clean();

@@ -166,3 +166,17 @@ int tn_type(const testnet *t, int i)
 {
     return t->q[i].len >= 2 ? t->q[i].bytes[1] : 0;
 }
+
+void tn_fill(uint8_t *b, size_t n, int seed)
+{
+    for (size_t i = 0; i < n; i++)
+        b[i] = (uint8_t)(seed * 31 + i * 7 + 1);
+}
+
+int tn_done(const quay_req *r, quay_status *st) { return quay_req_test(r, st); }
+
+int tn_good(const quay_req *r, uint64_t len)
+{
+    quay_status st;
+    return tn_done(r, &st) && st.error == 0 && !st.cancelled && st.count == len;
+}

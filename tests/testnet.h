@@ -59,4 +59,11 @@ int tn_find(const testnet *t, int pkt);
 /** Type of in-flight packet i. */
 int tn_type(const testnet *t, int i);
 
+/** Deterministic payload: byte i of buffer `seed`. */
+void tn_fill(uint8_t *b, size_t n, int seed);
+/** 1 if r is complete (status in *st when st != NULL). */
+int tn_done(const quay_req *r, quay_status *st);
+/** 1 if r completed without error, not cancelled, with `len` bytes. */
+int tn_good(const quay_req *r, uint64_t len);
+
 #endif
