@@ -419,6 +419,7 @@ typedef struct fworld {
                                of it that was not EPEER */
     uint64_t kill_now[2];
     int drop_reason[3];
+    int flag_errors;        /* DELIVER / REJECT aux flags wrong */
 } fworld;
 
 static int popcount8(unsigned x)
@@ -476,6 +477,10 @@ static void fw_event(void *ctx, const nicsim_event *ev)
             w->stall_violations++;
         if (w->killed[ev->rank] || w->killed[ev->peer])
             w->kill_violations++;
+        if (id < FW_MAXPKT &&
+            ev->aux != (uint64_t)((w->is_copy[id] ? NICSIM_PKT_COPY : 0) |
+                                  (w->corrupted[id] ? NICSIM_PKT_CORRUPTED : 0)))
+            w->flag_errors++;
         if (id < FW_MAXPKT && w->wire[id] != NULL) {
             uint64_t i;
             int bits = 0;
@@ -501,6 +506,10 @@ static void fw_event(void *ctx, const nicsim_event *ev)
         }
         break;
     case NICSIM_EV_REJECT:
+        if (id < FW_MAXPKT &&
+            ev->aux != (uint64_t)((w->is_copy[id] ? NICSIM_PKT_COPY : 0) |
+                                  (w->corrupted[id] ? NICSIM_PKT_CORRUPTED : 0)))
+            w->flag_errors++;
         if (ev->rc == QUAY_ESTATE)
             w->n_reject_estate++;
         else
@@ -856,6 +865,7 @@ static void test_dup(void)
         is_int(st.rejects, 16);
         is_int(w.n_reject_estate, 16);
         is_int(st.dup_accepted + st.dup_rejected, 16);
+        is_int(w.flag_errors, 0);
         is_int(fw_received_ok(&w, 0), 16);
         for (i = 0; i < FW_MAXPKT; i++)
             if (w.wire[i] != NULL && w.offered[i] != 1)
@@ -905,6 +915,7 @@ static void test_corrupt(void)
                 st.corrupts)
             bad++;
         offered_total += w.n_ev[NICSIM_EV_DELIVER];
+        bad += w.flag_errors != 0;
         fw_free(&w);
     }
     is_int(bad, 0);

@@ -913,6 +913,12 @@ static void corrupt(nicsim *sim, ns_pkt *p)
     emit_fault(sim, NICSIM_EV_CORRUPT, p->dst, p->src, p, nb);
 }
 
+static uint64_t pkt_flags(const ns_pkt *p)
+{
+    return (p->is_copy ? (uint64_t)NICSIM_PKT_COPY : 0) |
+           (p->corrupted ? (uint64_t)NICSIM_PKT_CORRUPTED : 0);
+}
+
 /* DELIVER the packet at position `idx` of link `id`. */
 static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
 {
@@ -957,6 +963,7 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
         ev.peer = src;
         ev.pkt_id = p->id;
         ev.len = p->len;
+        ev.aux = pkt_flags(p);
         ev.data = p->data;
         emit(sim, &ev);
     }
@@ -974,6 +981,7 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
             ev.rc = rc;
             ev.pkt_id = p->id;
             ev.len = p->len;
+            ev.aux = pkt_flags(p);
             emit(sim, &ev);
         }
         return;
@@ -1004,6 +1012,7 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
             ev.rc = rc;
             ev.pkt_id = p->id;
             ev.len = p->len;
+            ev.aux = pkt_flags(p);
             emit(sim, &ev);
         }
     }

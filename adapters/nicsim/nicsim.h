@@ -214,6 +214,13 @@ typedef enum nicsim_event_kind {
     NICSIM_EV_KILL = 15     /**< `rank` was killed (nicsim_kill_rank) */
 } nicsim_event_kind;
 
+/** DELIVER / DEFER / REJECT: nicsim_event.aux flags (0 without faults),
+ *  so that a checker can tell a fault's consequence from a bug. */
+enum {
+    NICSIM_PKT_COPY = 1,     /**< the packet is a dup_ppm copy */
+    NICSIM_PKT_CORRUPTED = 2 /**< corrupt_ppm flipped bits in it */
+};
+
 /** NICSIM_EV_DROP reasons (nicsim_event.aux). */
 enum {
     NICSIM_DROP_RANDOM = 0,    /**< drop_ppm */
@@ -231,7 +238,8 @@ typedef struct nicsim_event {
     uint64_t len;    /**< packet length */
     const void *data;/**< packet bytes, valid during the callback only */
     quay_req *req;   /**< COMPLETE */
-    uint64_t aux;    /**< fault events: see the kinds */
+    uint64_t aux;    /**< fault events: see the kinds; DELIVER, DEFER,
+                          REJECT: NICSIM_PKT_* flags */
 } nicsim_event;
 
 typedef void (*nicsim_event_fn)(void *ctx, const nicsim_event *ev);
@@ -349,6 +357,10 @@ int nicsim_selfcheck(const nicsim *sim);
  * kill times are in this clock.
  */
 uint64_t nicsim_now(const nicsim *sim);
+
+/* The setters below may be called between events, not from inside a
+ * simulator callback (a kill there would free the packet being
+ * delivered). */
 
 /** Override the fault knobs of link src -> dst (NULL: back to
  *  nicsim_config.faults). Takes effect for decisions made from now on.
