@@ -34,6 +34,7 @@
  * packet purged by a kill, has its stamp uncounted and cleared).
  */
 #include "nicsim.h"
+#include "nicsim_prng.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -157,45 +158,20 @@ struct nicsim {
 };
 
 /* ------------------------------------------------------------------ */
-/* PRNG: xoshiro256** seeded through splitmix64                          */
+/* PRNG: bounded draws over nicsim_prng.h (xoshiro256** from splitmix64) */
 /* ------------------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(uint64_t s[4])
-{
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
 
 /* Uniform in [0, bound), bound > 0 (Lemire's multiply-shift, with the
  * rejection step so it is exactly uniform). */
 static uint32_t rng_below(uint64_t s[4], uint32_t bound)
 {
-    uint64_t m = (rng_next(s) >> 32) * (uint64_t)bound;
+    uint64_t m = (nicsim_xoshiro_next(s) >> 32) * (uint64_t)bound;
     uint32_t l = (uint32_t)m;
     if (l < bound) {
         uint32_t t = (uint32_t)(-bound) % bound;
         while (l < t) {
-            m = (rng_next(s) >> 32) * (uint64_t)bound;
+            m = (nicsim_xoshiro_next(s) >> 32) * (uint64_t)bound;
             l = (uint32_t)m;
         }
     }
@@ -207,7 +183,7 @@ static uint64_t rng_below64(uint64_t s[4], uint64_t bound)
 {
     uint64_t t = (0 - bound) % bound, x;
     do
-        x = rng_next(s);
+        x = nicsim_xoshiro_next(s);
     while (x < t);
     return x % bound;
 }
@@ -1254,10 +1230,10 @@ int nicsim_new(const nicsim_config *cfg, nicsim **psim)
     }
     x = cfg->seed;
     for (i = 0; i < 4; i++)
-        sim->rng[i] = splitmix64(&x);
+        sim->rng[i] = nicsim_splitmix64(&x);
     /* the fault stream continues the same splitmix64 sequence */
     for (i = 0; i < 4; i++)
-        sim->frng[i] = splitmix64(&x);
+        sim->frng[i] = nicsim_splitmix64(&x);
     *psim = sim;
     return 0;
 }

@@ -12,44 +12,22 @@
  */
 #include "scn_int.h"
 
+#include "nicsim_prng.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* PRNG (same generator as nicsim: xoshiro256** from splitmix64)        */
+/* PRNG: the bounded draw over nicsim_prng.h (nicsim's own generator) */
 /* ------------------------------------------------------------------ */
 
-static uint64_t sm64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rotl64(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t xnext(uint64_t s[4])
-{
-    uint64_t result = rotl64(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl64(s[3], 45);
-    return result;
-}
-
+/* Multiply-shift without rejection: the seed -> interleaving mapping the
+ * recorded seeds rely on. */
 static uint32_t xbelow(uint64_t s[4], uint32_t bound)
 {
-    return (uint32_t)(((xnext(s) >> 32) * (uint64_t)bound) >> 32);
+    return (uint32_t)(((nicsim_xoshiro_next(s) >> 32) * (uint64_t)bound) >> 32);
 }
 
 /* ------------------------------------------------------------------ */
@@ -145,7 +123,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         qc.flags = s->flags;
         qc.rank = r;
         qc.nranks = s->nranks;
-        qc.seed = sm64(&x);
+        qc.seed = nicsim_splitmix64(&x);
         qc.eager_max = s->eager_max;
         qc.frag_size = s->frag_size;
         qc.pipeline_depth = s->depth;
@@ -199,7 +177,7 @@ static void chooser_seed(chooser *ch, uint64_t seed, int nranks)
     int i;
     ch->script_mode = 0;
     for (i = 0; i < 4; i++)
-        ch->rng[i] = sm64(&x);
+        ch->rng[i] = nicsim_splitmix64(&x);
     /* Weights 1..32 per rank and per nicsim event group: some runs move
      * the network first, some the programs, some one rank far ahead. */
     for (i = 0; i < nranks; i++)
