@@ -382,6 +382,89 @@ static void test_tx_retry_limit_zero(void)
     ok(t.failed);
 }
 
+/* A live peer (any frame from it) keeps the channel up however many
+ * expiries it takes; a peer that talks but never acknowledges does not. */
+static void test_tx_heard_and_stuck(void)
+{
+    fc_tx t;
+    uint64_t now = 0;
+    uint32_t i, seqs[4];
+    int rc = 0;
+    fc_tx_init(&t, &P, 0);
+    fc_tx_assign(&t, &P, 0);
+    /* retry_limit 3: without sign of life, expiry 4 fails it. With a
+     * frame heard after every expiry, it survives up to
+     * FC_STUCK_FACTOR * retry_limit = 12 expiries without progress. */
+    for (i = 1; i <= FC_STUCK_FACTOR * P.retry_limit; i++) {
+        now = fc_tx_deadline(&t);
+        rc = fc_tx_on_time(&t, &P, now);
+        if (rc != 1)
+            break;
+        drain(&t, seqs, 4);
+        fc_tx_heard(&t);
+        if (t.retries != 0)
+            break;
+    }
+    is_int(rc, 1);
+    is_int(t.stuck, FC_STUCK_FACTOR * P.retry_limit);
+    is_int(t.failed, 0);
+    now = fc_tx_deadline(&t);
+    is_int(fc_tx_on_time(&t, &P, now), FC_EPEER);
+    is_int(t.failed, 1);
+
+    /* A NACK is progress for this bound: the receiver is alive and says
+     * why it does not take the message. */
+    fc_tx_init(&t, &P, 0);
+    fc_tx_assign(&t, &P, 0);
+    fc_tx_assign(&t, &P, 0);
+    for (i = 0; i < 40; i++) {
+        uint32_t ff, ft;
+        now = fc_tx_deadline(&t);
+        if (fc_tx_on_time(&t, &P, now) != 1)
+            break;
+        drain(&t, seqs, 4);
+        if (fc_tx_on_nack(&t, &P, 0, now, &ff, &ft) != 0)
+            break;
+        drain(&t, seqs, 4);
+    }
+    is_int(i, 40);
+    is_int(t.failed, 0);
+    is_int(t.stuck, 0);
+}
+
+/* RTT samples (RFC 6298 smoothing) set the timeout used after progress,
+ * clamped to [rto_init, rto_max]. */
+static void test_tx_rtt(void)
+{
+    fc_tx t;
+    uint32_t ff, ft;
+    fc_tx_init(&t, &P, 0);
+    is_int(t.has_rtt, 0);
+    is_size(t.rto_base, 1000);
+    fc_tx_rtt_sample(&t, &P, 400); /* srtt 400, rttvar 200: 1200 */
+    is_size(t.srtt, 400);
+    is_size(t.rttvar, 200);
+    is_size(t.rto_base, 1200);
+    fc_tx_rtt_sample(&t, &P, 400); /* rttvar 150, srtt 400: 1000 */
+    is_size(t.rttvar, 150);
+    is_size(t.rto_base, 1000);
+    fc_tx_rtt_sample(&t, &P, 100); /* rttvar (450+300)/4=187, srtt 362 */
+    is_size(t.rto_base, 362 + 4 * 187);
+    /* Below rto_init: clamped up. */
+    fc_tx_init(&t, &P, 0);
+    fc_tx_rtt_sample(&t, &P, 10);
+    is_size(t.rto_base, 1000);
+    /* Far above rto_max: clamped down, no overflow. */
+    fc_tx_rtt_sample(&t, &P, UINT64_MAX);
+    is_size(t.rto_base, 8000);
+    /* Used from the next assignment / progress on. */
+    fc_tx_assign(&t, &P, 100);
+    is_size(fc_tx_deadline(&t), 8100);
+    fc_tx_assign(&t, &P, 100);
+    is_int(fc_tx_on_ack(&t, &P, 1, 200, &ff, &ft), 0);
+    is_size(fc_tx_deadline(&t), 8200);
+}
+
 static void test_tx_wrap(void)
 {
     fc_tx t, before;
@@ -1231,6 +1314,8 @@ int main(void)
     subtest("tx timer and retry limit", test_tx_timer);
     subtest("tx backoff", test_tx_backoff);
     subtest("tx retry_limit 0", test_tx_retry_limit_zero);
+    subtest("tx sign of life and stuck bound", test_tx_heard_and_stuck);
+    subtest("tx RTT estimate", test_tx_rtt);
     subtest("tx across the wrap", test_tx_wrap);
     subtest("rx NORMAL, coalescing, duplicates", test_rx_normal);
     subtest("rx NORMAL / NOT_TO_RECEIVE", test_rx_not_to_receive);

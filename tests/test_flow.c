@@ -217,6 +217,45 @@ static void t_nack_backpressure(void)
     tn_fini(&T);
 }
 
+/* Data holds its descriptor until acknowledged. With two descriptors and
+ * traffic both ways, data must never take the last one: each side needs
+ * it to acknowledge the other's data. (max_out 1 is refused.) */
+static void t_acks_never_starve(void)
+{
+    quay_config c;
+    quay_engine *e1;
+    flow_config(&c, 2);
+    c.max_out = 1;
+    is_int(quay_engine_new(&c, &e1), QUAY_EINVAL);
+    c.max_out = 2;
+    is_int(tn_init(&T, 2, &c), 0);
+    uint8_t sb[2][8][16], rb[2][8][16];
+    quay_req *s[2][8], *r[2][8];
+    for (int i = 0; i < 8; i++)
+        for (int a = 0; a < 2; a++) {
+            memset(sb[a][i], 16 * a + i, 16);
+            is_int(quay_isend(T.e[a], T.world[a], sb[a][i], 16, 1 - a, 2,
+                              QUAY_SEND_STANDARD, &s[a][i]), 0);
+            is_int(quay_irecv(T.e[a], T.world[a], rb[a][i], 16, 1 - a, 2,
+                              &r[a][i]), 0);
+        }
+    settle();
+    for (int a = 0; a < 2; a++)
+        for (int i = 0; i < 8; i++) {
+            ok_msg(quay_req_test(s[a][i], NULL) == 1 && quay_req_test(r[a][i], NULL) == 1,
+                   "rank %d message %d both ways", a, i);
+            ok(memcmp(rb[a][i], sb[1 - a][i], 16) == 0);
+            quay_req_free(T.e[a], s[a][i]);
+            quay_req_free(T.e[a], r[a][i]);
+        }
+    quay_stats st;
+    quay_engine_stats(T.e[0], &st);
+    is_int((int)st.peers_failed, 0);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
 static void t_peer_failure(void)
 {
     setup(3);
@@ -286,6 +325,7 @@ int main(void)
     subtest("lost ACKs and duplicates", t_lost_ack_and_dup);
     subtest("corruption caught by the checksum", t_corrupt);
     subtest("NACK back-pressure keeps FIFO", t_nack_backpressure);
+    subtest("ACKs never starve for a descriptor", t_acks_never_starve);
     subtest("peer failure isolates one peer", t_peer_failure);
     return done_testing();
 }

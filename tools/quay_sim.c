@@ -12,6 +12,8 @@
  *       `config faults=`; "none" turns them off. Syntax:
  *       tests/ordering/README.md. The network counters of the last run
  *       are printed after the summary.
+ *   --flow none|acknack  flow control (replaces the scenario's
+ *       `config flow=`); acknack is needed to survive drop / dup / corrupt.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
  * The scenario language: tests/ordering/README.md.
@@ -27,7 +29,8 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--trace] scenario.scn\n");
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack] [--trace] "
+            "scenario.scn\n");
     return 2;
 }
 
@@ -62,7 +65,7 @@ static void print_net(const scn_runner *r)
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, seeds = 1, max_runs = 2000000, k;
-    int trace = 0, exhaustive = 0, i, rc = 0;
+    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1;
     const char *file = NULL, *faults = NULL;
     char err[512];
     scn *s;
@@ -81,6 +84,9 @@ int main(int argc, char **argv)
                 return usage();
         } else if (strcmp(argv[i], "--faults") == 0 && i + 1 < argc) {
             faults = argv[++i];
+        } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
+            if (scn_flow_parse(argv[++i], &flow) != 0)
+                return usage();
         } else if (strcmp(argv[i], "--trace") == 0) {
             trace = 1;
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
@@ -109,6 +115,7 @@ int main(int argc, char **argv)
         scn_free(s);
         return 2;
     }
+    scn_runner_set_flow(r, flow);
     memset(&o, 0, sizeof o);
 
     if (exhaustive) {

@@ -206,7 +206,10 @@ typedef struct quay_config {
      *  applies back-pressure). Default 64 MiB. */
     size_t unexpected_bytes_max;
     /** Outstanding SEND actions (engine-owned headers not yet returned by
-     *  quay_on_op_done). Default 1024. */
+     *  quay_on_op_done; under flow control, until acknowledged as well).
+     *  Default 1024. Flow control keeps one of them for ACK-only packets,
+     *  so that acknowledgements never wait for data to be acknowledged:
+     *  it needs at least 2. */
     uint32_t max_out;
     /** Queued control replies (CTS grants excluded). Default 1024. */
     uint32_t max_ctrl;

@@ -70,7 +70,8 @@ int config_check(quay_config *c)
         return QUAY_EINVAL;
     if (c->flow != QUAY_FLOW_NONE &&
         (c->flow_window == 0 || c->flow_window > (1u << 30) ||
-         c->rto_init_ns == 0 || c->rto_max_ns < c->rto_init_ns))
+         c->rto_init_ns == 0 || c->rto_max_ns < c->rto_init_ns ||
+         c->max_out < 2))
         return QUAY_EINVAL;
     return 0;
 }

@@ -185,6 +185,16 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
 static void trace_wire(quay_engine *e, int kind, int32_t peer,
                        const uint8_t *b, size_t len, int code)
 {
+    if (e->flow) {
+        /* Name the engine packet inside a DATA frame; an ACK-only frame
+         * (or one too short to tell) carries none: type 0. */
+        if (len <= CHAN_FRAME_LEN || b[1] != CHAN_DATA) {
+            trace_pkt(e, kind, 0, peer, 0, 0, code);
+            return;
+        }
+        b += CHAN_FRAME_LEN;
+        len -= CHAN_FRAME_LEN;
+    }
     int type = len >= 2 ? b[1] : 0;
     uint32_t seq = 0;
     if (len >= 8 && (type == QUAY_PKT_EAGER || type == QUAY_PKT_RTS ||
@@ -204,6 +214,10 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     int rc;
     if (e->flow) {
         rc = chan_on_packet(e, peer, bytes, len);
+        if (rc == CHAN_CONSUMED) {
+            e->st.pkts_in++;
+            return e->fatal ? e->fatal : 0;
+        }
     } else {
         rc = eager_fast_arrival(e, peer, bytes, len);
         if (rc == EAGER_NOT_FAST)

@@ -170,6 +170,8 @@ typedef struct qout {
     uint8_t framed;   /* hdr[0..CHAN_FRAME_LEN) holds a channel frame */
     uint8_t acked;    /* acknowledged (or abandoned): release at refs 0 */
     uint8_t failed;   /* abandoned because the peer failed */
+    uint8_t resent;   /* retransmitted at least once: no RTT sample (Karn) */
+    uint64_t sent_ns; /* first transmission (engine time) */
     /* channel frame, then the engine header at OUT_HDR(o) */
     uint8_t hdr[CHAN_FRAME_LEN + QUAY_MAX_HEADER];
 } qout;
@@ -249,6 +251,7 @@ struct quay_engine {
     uint32_t nouts;
     qout *out_free;
     uint32_t outs_used;
+    uint32_t outs_reserved; /* kept for ACK-only frames (flow control) */
     qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
 
     ctrl_item *ctrl;

@@ -31,6 +31,10 @@ int out_init(quay_engine *e)
     }
     e->ctrl_cap = e->cfg.max_ctrl;
     e->ctrl_mask = cap - 1;
+    /* Data holds descriptors until the peer acknowledges it; if data could
+     * take them all, two peers could each wait for an ACK the other has
+     * no descriptor to send. */
+    e->outs_reserved = e->flow ? 1 : 0;
     return 0;
 }
 
@@ -61,6 +65,12 @@ static ctrl_item ctrl_pop(quay_engine *e)
 }
 
 /* ---- descriptors ------------------------------------------------------------------- */
+
+/* A descriptor may be taken for a packet (anything but an ACK-only frame). */
+static int out_avail(const quay_engine *e)
+{
+    return e->outs_used + e->outs_reserved < e->nouts;
+}
 
 qout *out_alloc(quay_engine *e)
 {
@@ -318,7 +328,7 @@ int quay_next_action(quay_engine *e, quay_action *a)
             loop_run(e);
         if (e->flow && chan_pull(e, a))
             return 1;
-        if (e->out_free != NULL && e->ctrl_count != 0) {
+        if (out_avail(e) && e->ctrl_count != 0) {
             ctrl_item it = ctrl_pop(e);
             qout *o = out_alloc(e);
             ctrl_emit(&it, o);
@@ -327,7 +337,7 @@ int quay_next_action(quay_engine *e, quay_action *a)
             continue;
         }
         qlink *n;
-        if (e->out_free != NULL && (n = ql_first(&e->txq)) != NULL) {
+        if (out_avail(e) && (n = ql_first(&e->txq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);
             if (!req_has_work(r)) {

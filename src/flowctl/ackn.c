@@ -27,7 +27,12 @@ void fc_tx_init(fc_tx *t, const fc_params *p, uint32_t initial_seq)
     t->una = initial_seq;
     t->resend = initial_seq;
     t->retries = 0;
+    t->stuck = 0;
     t->rto = p->rto_init_ns;
+    t->rto_base = p->rto_init_ns;
+    t->srtt = 0;
+    t->rttvar = 0;
+    t->has_rtt = 0;
     t->deadline = UINT64_MAX;
     t->state = FC_TX_NORMAL;
     t->failed = 0;
@@ -42,12 +47,13 @@ int fc_tx_can_send_new(const fc_tx *t, const fc_params *p)
 uint32_t fc_tx_assign(fc_tx *t, const fc_params *p, uint64_t now_ns)
 {
     uint32_t seq = t->next;
+    (void)p;
     if (t->una == t->next) {
         /* The only unacked message: start timing it. (An idle channel
-         * already has rto == rto_init and retries == 0: the last progress
+         * already has rto == rto_base and stuck == 0: the last progress
          * reset them; restated here so the invariant is local.) */
-        t->rto = p->rto_init_ns;
-        t->retries = 0;
+        t->rto = t->rto_base;
+        t->stuck = 0;
         t->deadline = ackn_after(now_ns, t->rto);
     }
     t->next = seq + 1u;
@@ -75,8 +81,10 @@ static void ackn_advance(fc_tx *t, const fc_params *p, uint32_t upto,
     t->una = upto;
     if (fc_seq_lt(t->resend, upto))
         t->resend = upto;  /* never retransmit what is known received */
+    (void)p;
     t->retries = 0;
-    t->rto = p->rto_init_ns;
+    t->stuck = 0;
+    t->rto = t->rto_base;
     t->deadline = t->una == t->next ? UINT64_MAX : ackn_after(now_ns, t->rto);
 }
 
@@ -117,12 +125,45 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
     return 0;
 }
 
+void fc_tx_heard(fc_tx *t)
+{
+    t->retries = 0;
+}
+
+static uint64_t ackn_absdiff(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+void fc_tx_rtt_sample(fc_tx *t, const fc_params *p, uint64_t rtt_ns)
+{
+    uint64_t rto;
+    if (rtt_ns > p->rto_max_ns)
+        rtt_ns = p->rto_max_ns; /* keeps the arithmetic far from overflow */
+    if (!t->has_rtt) {
+        t->srtt = rtt_ns;
+        t->rttvar = rtt_ns / 2;
+        t->has_rtt = 1;
+    } else {
+        t->rttvar = (3 * t->rttvar + ackn_absdiff(t->srtt, rtt_ns)) / 4;
+        t->srtt = (7 * t->srtt + rtt_ns) / 8;
+    }
+    rto = t->srtt + 4 * t->rttvar;
+    if (rto < p->rto_init_ns)
+        rto = p->rto_init_ns;
+    if (rto > p->rto_max_ns)
+        rto = p->rto_max_ns;
+    t->rto_base = rto;
+}
+
 int fc_tx_on_time(fc_tx *t, const fc_params *p, uint64_t now_ns)
 {
     if (t->failed || t->deadline == UINT64_MAX || now_ns < t->deadline)
         return 0;
     t->retries++;
-    if (t->retries > p->retry_limit) {
+    t->stuck++;
+    if (t->retries > p->retry_limit ||
+        (uint64_t)t->stuck > (uint64_t)FC_STUCK_FACTOR * p->retry_limit) {
         t->failed = 1;
         t->deadline = UINT64_MAX;
         t->resend = t->next;

@@ -45,6 +45,11 @@
 /** The caller broke a precondition (wrong sequence number handed back). */
 #define FC_EINVAL QUAY_EINVAL
 
+/** A channel whose unacknowledged messages make no progress (no ACK
+ *  advance, no NACK) for FC_STUCK_FACTOR * retry_limit expiries fails even
+ *  if the peer keeps sending: its side of the link is dead. */
+#define FC_STUCK_FACTOR 4u
+
 /** Largest allowed fc_params.window: keeps serial arithmetic sound. */
 #define FC_WINDOW_MAX (1u << 30)
 
@@ -77,12 +82,13 @@ enum {
 /** Channel parameters, shared by every fc_tx of a channel. Check them with
  *  fc_params_valid; the state machine assumes they are valid. */
 typedef struct fc_params {
-    uint64_t rto_init_ns;  /**< first retransmission timeout (> 0); also the
-                                value after any progress (no RTT estimate) */
+    uint64_t rto_init_ns;  /**< first retransmission timeout (> 0) and the
+                                floor of the RTT-based one */
     uint64_t rto_max_ns;   /**< backoff cap (>= rto_init_ns) */
-    uint32_t retry_limit;  /**< consecutive expiries without progress that
-                                are retransmitted; expiry retry_limit + 1
-                                declares the peer failed */
+    uint32_t retry_limit;  /**< consecutive expiries without any sign of
+                                life from the peer that are retransmitted;
+                                expiry retry_limit + 1 declares it failed
+                                (see also FC_STUCK_FACTOR) */
     uint32_t window;       /**< max unacked messages in flight per peer, in
                                 1..FC_WINDOW_MAX: bounds the sender's
                                 retransmission storage, it is not a
@@ -98,8 +104,14 @@ typedef struct fc_tx {
     uint32_t next;      /**< seq the next new message takes */
     uint32_t una;       /**< every seq before una is acknowledged */
     uint32_t resend;    /**< next seq to retransmit; == next when none */
-    uint32_t retries;   /**< consecutive expiries without progress */
+    uint32_t retries;   /**< expiries since the peer last showed life */
+    uint32_t stuck;     /**< expiries since the last ACK advance / NACK */
     uint64_t rto;       /**< current timeout (rto_init_ns .. rto_max_ns) */
+    uint64_t rto_base;  /**< timeout after progress: from the RTT estimate,
+                             clamped to [rto_init_ns, rto_max_ns] */
+    uint64_t srtt;      /**< smoothed RTT (valid when has_rtt) */
+    uint64_t rttvar;    /**< RTT mean deviation */
+    uint8_t has_rtt;    /**< at least one RTT sample taken */
     uint64_t deadline;  /**< retransmission timer, UINT64_MAX when off */
     uint8_t state;      /**< FC_TX_NORMAL or FC_TX_NOT_TO_SEND */
     uint8_t failed;     /**< 1 once the retry limit was exceeded (final) */
@@ -161,7 +173,8 @@ int fc_tx_resend_due(fc_tx *t, uint32_t *seq);
  *  [una, ack): *freed_from = old una, *freed_to = ack (empty range when
  *  from == to); the caller releases those messages' buffers. On progress:
  *  NOT_TO_SEND -> NORMAL (the NACKed message was accepted: PM "on Ack(r,k)
- *  free Buf(r,k), go back to NORMAL"), retries = 0, rto = rto_init, timer
+ *  free Buf(r,k), go back to NORMAL"), retries = stuck = 0, rto = rto_base,
+ *  timer
  *  re-armed at now + rto if messages stay unacked, else disarmed.
  *  A stale ACK (ack <= una) is not an error: returns 0, frees nothing,
  *  changes nothing. Returns FC_ESTATE for ack beyond next (never sent) and
@@ -174,17 +187,28 @@ int fc_tx_on_ack(fc_tx *t, const fc_params *p, uint32_t ack, uint64_t now_ns,
  *  [PM: free Buf(j) for j < k, retransmit k..i, enter NOT_TO_SEND]. Frees
  *  [una, k) as fc_tx_on_ack does, sets resend = k (retransmit k..next-1),
  *  enters NOT_TO_SEND; a NACK again (in either state) does the same, so it
- *  retransmits k..next-1 again. The peer answered, so retries = 0,
- *  rto = rto_init, timer re-armed at now + rto. A stale NACK (k < una) is
+ *  retransmits k..next-1 again. The peer answered, so retries = stuck = 0,
+ *  rto = rto_base, timer re-armed at now + rto. A stale NACK (k < una) is
  *  ignored: returns 0, changes nothing. Returns FC_ESTATE for k at or
  *  beyond next (never sent) and FC_EPEER on a failed channel, changing
  *  nothing. freed_from/freed_to must not be NULL. */
 int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
                   uint32_t *freed_from, uint32_t *freed_to);
 
+/** Any valid packet arrived from the peer (even a stale ACK or a
+ *  duplicate): it is alive, so retries = 0. Unacknowledged messages that
+ *  still make no progress are bounded by FC_STUCK_FACTOR instead. */
+void fc_tx_heard(fc_tx *t);
+
+/** A round-trip sample: the time from the first transmission of a message
+ *  that was never retransmitted (Karn) to the ACK that covered it. Updates
+ *  srtt / rttvar as RFC 6298 does and rto_base = srtt + 4 rttvar, clamped
+ *  to [rto_init_ns, rto_max_ns]; used from the next progress on. */
+void fc_tx_rtt_sample(fc_tx *t, const fc_params *p, uint64_t rtt_ns);
+
 /** Run the retransmission timer. Before the deadline (or when off):
- *  returns 0. At or after it: retries++; if retries > retry_limit the
- *  channel fails (timer off, nothing more to send) and FC_EPEER is returned
+ *  returns 0. At or after it: retries++ and stuck++; if retries >
+ *  retry_limit or stuck > FC_STUCK_FACTOR * retry_limit the channel fails (timer off, nothing more to send) and FC_EPEER is returned
  *  this once — the caller fails the peer's requests; else go back N
  *  (resend = una: lost data, lost ACKs and lost NACKs all recover this
  *  way), rto = min(2 rto, rto_max), timer re-armed at now + rto, and 1 is

@@ -162,6 +162,7 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         if (o == NULL)
             continue; /* cannot happen: unacked seqs are all on the list */
         e->st.retransmits++;
+        o->resent = 1;
         transmit(e, o, a);
         return 1;
     }
@@ -169,6 +170,8 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         fc_tx_can_send_new(&ps->tx, &e->fcp)) {
         qout *o = list_pop(&ps->pend_head, &ps->pend_tail);
         o->chan_seq = fc_tx_assign(&ps->tx, &e->fcp, e->now);
+        o->sent_ns = e->now;
+        o->resent = 0;
         write_frame(e, o, CHAN_DATA, o->chan_seq);
         list_push(&ps->unack_head, &ps->unack_tail, o);
         transmit(e, o, a);
@@ -213,14 +216,23 @@ static void maybe_release(quay_engine *e, qout *o)
         out_release(e, o, o->failed ? QUAY_EPEER : 0);
 }
 
-/* The peer acknowledged every seq before `to`. */
+/* The peer acknowledged every seq before `to`. The newest of them that
+ * went out only once times the round trip. */
 static void release_acked(quay_engine *e, peer_state *ps, uint32_t to)
 {
+    int sampled = 0;
+    uint64_t sent = 0;
     while (ps->unack_head != NULL && fc_seq_lt(ps->unack_head->chan_seq, to)) {
         qout *o = list_pop(&ps->unack_head, &ps->unack_tail);
+        if (!o->resent) {
+            sampled = 1;
+            sent = o->sent_ns;
+        }
         o->acked = 1;
         maybe_release(e, o);
     }
+    if (sampled)
+        fc_tx_rtt_sample(&ps->tx, &e->fcp, e->now > sent ? e->now - sent : 0);
 }
 
 void chan_on_op_done(quay_engine *e, qout *o, int status)
@@ -247,6 +259,7 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     peer_state *ps = &e->peers[peer];
     if (ps->failed)
         return QUAY_ESTATE;
+    fc_tx_heard(&ps->tx); /* an intact frame: the peer is alive */
     uint8_t kind = b[1];
     uint16_t flags = wire_get16(b + 2);
     uint32_t seq = wire_get32(b + 4);
@@ -284,15 +297,15 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     }
     release_acked(e, ps, to);
     if (kind == CHAN_ACK)
-        return 0;
+        return CHAN_CONSUMED;
 
     switch (fc_rx_classify(&ps->rx, seq)) {
     case FC_RX_DUPLICATE:
         e->st.dups_dropped++;
-        return 0;
+        return CHAN_CONSUMED;
     case FC_RX_DISCARD:
         e->st.out_of_order_dropped++;
-        return 0;
+        return CHAN_CONSUMED;
     default:
         break;
     }
@@ -301,7 +314,7 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         /* No buffer: discard and NACK it; the sender re-sends from here
          * and sends nothing new until it is accepted [PM §3.3]. */
         fc_rx_refused(&ps->rx, seq);
-        return 0;
+        return CHAN_CONSUMED;
     }
     /* Accepted by the channel even if the engine rejected its content:
      * re-sending the same bytes could never succeed. */

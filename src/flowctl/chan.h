@@ -32,7 +32,13 @@ void chan_submit(quay_engine *e, qout *o);
 int chan_pull(quay_engine *e, quay_action *a);
 /** 1 if chan_pull may have something to send. */
 int chan_has_work(const quay_engine *e);
-/** A framed packet arrived from `peer`. */
+/** chan_on_packet: the frame was taken by the channel itself (ACK-only,
+ *  duplicate, out of order, refused and NACKed): success, but no engine
+ *  packet came in. */
+#define CHAN_CONSUMED 1
+
+/** A framed packet arrived from `peer`: 0 (its engine packet was taken),
+ *  CHAN_CONSUMED, or a QUAY_E* code. */
 int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len);
 /** The adapter finished one transmission of o. */
 void chan_on_op_done(quay_engine *e, qout *o, int status);

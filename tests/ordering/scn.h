@@ -90,6 +90,22 @@ int scn_runner_set_faults(scn_runner *r, const char *spec, char *err,
 void scn_runner_faults_text(const scn_runner *r, char *buf, size_t len);
 /** 1 if the runs of `r` inject faults. */
 int scn_runner_faults_active(const scn_runner *r);
+/**
+ * Flow control: "none" or "acknack" (quay_config.flow). The runs of `r`
+ * use `mode` (QUAY_FLOW_*) instead of the scenario's `config flow=`; -1
+ * goes back to the scenario's. Under QUAY_FLOW_ACKNACK the runner keeps a
+ * virtual clock (SCN_NS_PER_STEP ns per scheduler step), drawn per seed
+ * retransmission timeouts, and firing a due timer (quay_on_time) is one
+ * more scheduler choice; when nothing else can happen it jumps the clock
+ * to the earliest deadline. Packets nicsim corrupted must then be
+ * rejected and every other one accepted.
+ */
+void scn_runner_set_flow(scn_runner *r, int mode);
+/** Parse "none" / "acknack" into a QUAY_FLOW_* value; 0 or -1. */
+int scn_flow_parse(const char *text, int *mode);
+/** Retransmission timers fired in the last run. */
+uint64_t scn_runner_timer_fires(const scn_runner *r);
+
 /** Network counters (drops, dups, ...) of the last run. */
 void scn_runner_net_stats(const scn_runner *r, nicsim_stats *st);
 
@@ -111,6 +127,10 @@ typedef struct scn_outcomes {
     uint32_t notposted;          /**< ready sends ending ENOTPOSTED */
     uint32_t truncated;          /**< receives ending ETRUNCATE */
     uint64_t deferred;           /**< quay_on_packet answered EAGAIN */
+    /* flow control, summed over the engines (quay_stats) */
+    uint64_t retransmits;
+    uint64_t nacks;              /**< NACKs sent: a receiver short of room */
+    uint64_t dups_dropped;
 } scn_outcomes;
 
 void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);

@@ -540,6 +540,9 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     int i;
     memset(o, 0, sizeof *o);
     o->deferred = run->deferred;
+    o->retransmits = run->retransmits;
+    o->nacks = run->nacks;
+    o->dups_dropped = run->dups_dropped;
     for (i = 0; i < run->nmatches; i++) {
         if (s->slots[run->matches[i].slot].kind == SLOT_MRECV)
             continue;

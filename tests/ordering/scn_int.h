@@ -106,6 +106,7 @@ struct scn {
     uint32_t flags;
     int reorder;
     nicsim_fault_spec faults; /* config faults=...; zero: none */
+    int flow;                 /* config flow=: QUAY_FLOW_NONE / _ACKNACK */
 
     scn_comm comms[SCN_MAX_COMMS];
     int ncomms;
@@ -229,6 +230,7 @@ typedef struct chooser {
     uint64_t rng[4];
     uint32_t wrank[SCN_MAX_RANKS];
     uint32_t wpull, wdeliver, wopdone;
+    uint32_t wtimer; /* firing a due retransmission timer */
     const uint32_t *script;
     size_t nscript;
     /* recording (exhaustive) */
@@ -266,7 +268,21 @@ struct scn_runner {
     nicsim_fault_spec faults_override; /* scn_runner_set_faults */
     int has_faults_override;
     nicsim_stats net; /* nicsim counters of the last run */
+    int flow_override; /* scn_runner_set_flow: -1 none, else the mode */
+    int flow;          /* flow-control mode of the current run */
+    uint64_t rto_ns;   /* retransmission timeout of the current run */
+    uint64_t tjump;    /* steps the clock jumped to reach a deadline */
+    uint64_t timer_fires;    /* quay_on_time calls of the last run */
+    uint64_t engine_rejects; /* packets the engines rejected (flow: only
+                                corrupted ones may be) */
+    uint64_t retransmits, nacks, dups_dropped; /* engines' flow counters */
 };
+
+/* Virtual time: every scheduler step is this many ns. */
+#define SCN_NS_PER_STEP 1000u
+
+/* The clock of the current run, in ns. */
+uint64_t scn_now_ns(const scn_runner *run);
 
 /* The fault spec in force for `run`. */
 const nicsim_fault_spec *scn_run_faults(const scn_runner *run);

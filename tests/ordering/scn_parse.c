@@ -549,6 +549,11 @@ static int parse_config(parser *p, char **tok, int ntok)
                 return perr(p, "config: %s", ferr);
             continue;
         }
+        if (strcmp(tok[i], "flow") == 0) {
+            if (scn_flow_parse(eq + 1, &s->flow) != 0)
+                return perr(p, "config: flow=none|acknack, not '%s'", eq + 1);
+            continue;
+        }
         if (parse_u64(eq + 1, &v) != 0)
             return perr(p, "config: bad value for %s", tok[i]);
         if (strcmp(tok[i], "eager_max") == 0)
@@ -953,6 +958,17 @@ const char *scn_name(const scn *s)
 int scn_nranks(const scn *s)
 {
     return s->nranks;
+}
+
+int scn_flow_parse(const char *text, int *mode)
+{
+    if (strcmp(text, "none") == 0)
+        *mode = QUAY_FLOW_NONE;
+    else if (strcmp(text, "acknack") == 0)
+        *mode = QUAY_FLOW_ACKNACK;
+    else
+        return -1;
+    return 0;
 }
 
 int scn_faults_check(const nicsim_fault_spec *spec, int nranks, char *err,

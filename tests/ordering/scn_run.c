@@ -68,6 +68,19 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->nmatches = 0;
     run->deferred = 0;
     run->seed = seed;
+    run->tjump = 0;
+    run->timer_fires = 0;
+    run->engine_rejects = 0;
+    run->retransmits = run->nacks = run->dups_dropped = 0;
+    run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
+    {
+        /* Timeouts from "fires while the ACK is on its way" to "only when
+         * the network went quiet": a stream of its own, so that runs
+         * without flow control keep their seed -> interleaving mapping. */
+        static const uint64_t rto_steps[4] = {8, 40, 200, 2000};
+        uint64_t x = seed ^ 0x7f4a7c159e3779b9ull;
+        run->rto_ns = rto_steps[nicsim_splitmix64(&x) & 3] * SCN_NS_PER_STEP;
+    }
     for (r = 0; r < s->nranks; r++)
         for (c = 0; c < s->nranks; c++)
             run->seqs[r][c].n = 0;
@@ -140,6 +153,17 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         qc.max_out = s->max_out ? s->max_out : 256;
         qc.max_ctrl = s->max_ctrl ? s->max_ctrl : 256;
         qc.max_comms = (uint32_t)s->ncomms + 4;
+        qc.flow = run->flow;
+        if (run->flow != QUAY_FLOW_NONE) {
+            qc.rto_init_ns = run->rto_ns;
+            qc.rto_max_ns = 1024 * run->rto_ns;
+            /* A starved schedule is slow, not dead (with 8 ranks a packet
+             * may wait thousands of steps among those in flight): failure
+             * detection is test_flow's business, not the ordering runs'. */
+            qc.retry_limit = 1000;
+            if (qc.max_out < 2)
+                qc.max_out = 2; /* one is kept for ACK-only frames */
+        }
         rc = quay_engine_new(&qc, &rk->e);
         if (rc != 0) {
             scn_fail(run, "rank %d: quay_engine_new: %s", r, scn_errname(rc));
@@ -185,6 +209,10 @@ static void chooser_seed(chooser *ch, uint64_t seed, int nranks)
     ch->wpull = 1u << xbelow(ch->rng, 6);
     ch->wdeliver = 1u << xbelow(ch->rng, 6);
     ch->wopdone = 1u << xbelow(ch->rng, 6);
+    {
+        uint64_t y = seed ^ 0x2545f4914f6cdd1dull; /* keeps rng's stream */
+        ch->wtimer = 1u << (nicsim_splitmix64(&y) % 6);
+    }
     ch->depth = 0;
 }
 
@@ -209,12 +237,13 @@ static int chooser_record(chooser *ch, uint32_t taken, uint32_t width)
     return 0;
 }
 
-/* Index in [0, nprog + npull + ndel + nopd). */
+/* Index in [0, nprog + npull + ndel + nopd + ntimer). */
 static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
-                      uint32_t npull, uint32_t ndel, uint32_t nopd)
+                      uint32_t npull, uint32_t ndel, uint32_t nopd,
+                      uint32_t ntimer)
 {
     chooser *ch = &run->ch;
-    uint32_t width = nprog + npull + ndel + nopd;
+    uint32_t width = nprog + npull + ndel + nopd + ntimer;
     uint64_t total = 0, x;
     uint32_t i;
     if (ch->script_mode) {
@@ -238,6 +267,8 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
         total += ch->wdeliver;
     if (nopd)
         total += ch->wopdone;
+    if (ntimer)
+        total += ch->wtimer;
     x = xbelow(ch->rng, (uint32_t)total);
     for (i = 0; i < nprog; i++) {
         if (x < ch->wrank[ranks[i]])
@@ -252,8 +283,68 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
     if (ndel) {
         if (x < ch->wdeliver)
             return nprog + npull + xbelow(ch->rng, ndel);
+        x -= ch->wdeliver;
     }
-    return nprog + npull + ndel + xbelow(ch->rng, nopd);
+    if (nopd) {
+        if (x < ch->wopdone)
+            return nprog + npull + ndel + xbelow(ch->rng, nopd);
+    }
+    return nprog + npull + ndel + nopd + xbelow(ch->rng, ntimer);
+}
+
+/* ------------------------------------------------------------------ */
+/* Virtual time (flow control)                                          */
+/* ------------------------------------------------------------------ */
+
+uint64_t scn_now_ns(const scn_runner *run)
+{
+    return (run->step + run->tjump) * SCN_NS_PER_STEP;
+}
+
+/* Ranks whose engine has a deadline that has passed. */
+static uint32_t due_timers(const scn_runner *run, int *ranks)
+{
+    uint64_t now = scn_now_ns(run);
+    uint32_t n = 0;
+    int r;
+    if (run->flow == QUAY_FLOW_NONE)
+        return 0;
+    for (r = 0; r < run->s->nranks; r++)
+        if (quay_next_deadline(run->rk[r].e) <= now)
+            ranks[n++] = r;
+    return n;
+}
+
+/* Nothing else can happen: move the clock to the earliest deadline.
+ * Returns 1 if there is one. */
+static int jump_to_deadline(scn_runner *run)
+{
+    uint64_t first = QUAY_TIME_NONE, now = scn_now_ns(run);
+    int r;
+    if (run->flow == QUAY_FLOW_NONE)
+        return 0;
+    for (r = 0; r < run->s->nranks; r++) {
+        uint64_t d = quay_next_deadline(run->rk[r].e);
+        if (d < first)
+            first = d;
+    }
+    if (first == QUAY_TIME_NONE)
+        return 0;
+    if (first > now)
+        run->tjump += (first - now + SCN_NS_PER_STEP - 1) / SCN_NS_PER_STEP;
+    return 1;
+}
+
+static void fire_timer(scn_runner *run, int r)
+{
+    int rc = quay_on_time(run->rk[r].e, scn_now_ns(run));
+    run->timer_fires++;
+    if (run->trace != NULL)
+        fprintf(run->trace, "step %" PRIu64 " rank %d: on_time %" PRIu64 "\n",
+                run->step, r, scn_now_ns(run));
+    if (rc != 0)
+        scn_fail(run, "rank %d: quay_on_time: %s", r, scn_errname(rc));
+    nicsim_touch(run->sim, r); /* re-sends may be pullable now */
 }
 
 /* ------------------------------------------------------------------ */
@@ -335,9 +426,13 @@ static void end_of_run(scn_runner *run)
             rk->attached = 0;
         }
         quay_engine_stats(rk->e, &st);
+        run->retransmits += st.retransmits;
+        run->nacks += st.nacks_sent;
+        run->dups_dropped += st.dups_dropped;
         if (st.reqs_in_use != 0 || st.umsgs_in_use != 0 ||
             st.outs_in_use != 0 || st.held_out_of_order != 0 ||
-            st.bytes_unexpected != 0 || st.pkts_rejected != 0)
+            st.bytes_unexpected != 0 ||
+            (run->flow == QUAY_FLOW_NONE && st.pkts_rejected != 0))
             scn_fail(run,
                      "rank %d: engine not clean at the end: reqs_in_use %u "
                      "umsgs_in_use %u outs_in_use %u held_out_of_order %u "
@@ -358,11 +453,21 @@ static void end_of_run(scn_runner *run)
     if (!run->failed) {
         nicsim_stats ns;
         nicsim_get_stats(run->sim, &ns);
-        if (ns.rejects || ns.errors || ns.fatal)
+        /* Under flow control the engines must reject exactly the packets
+         * nicsim corrupted (CRC32C catches every 1-3 bit error); intact
+         * copies are dropped as duplicates, silently. */
+        uint64_t allowed = run->flow != QUAY_FLOW_NONE ? ns.corrupt_rejected : 0;
+        if (ns.rejects != allowed || run->engine_rejects != allowed ||
+            ns.errors || ns.fatal)
             scn_fail(run,
-                     "nicsim: %" PRIu64 " rejects, %" PRIu64
+                     "nicsim: %" PRIu64 " rejects (%" PRIu64
+                     " by the engines, %" PRIu64 " allowed: corrupted), %" PRIu64
                      " errors, %" PRIu64 " fatal",
-                     ns.rejects, ns.errors, ns.fatal);
+                     ns.rejects, run->engine_rejects, allowed, ns.errors,
+                     ns.fatal);
+        else if (run->flow != QUAY_FLOW_NONE && ns.corrupt_accepted != 0)
+            scn_fail(run, "flow control: %" PRIu64 " corrupted packets "
+                          "accepted", ns.corrupt_accepted);
     }
     if (!run->failed)
         scn_check_run(run);
@@ -371,13 +476,13 @@ static void end_of_run(scn_runner *run)
 static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
 {
     const scn *s = run->s;
-    int ranks[SCN_MAX_RANKS];
+    int ranks[SCN_MAX_RANKS], timers[SCN_MAX_RANKS];
     if (setup(run, seed, auto_pull) != 0) {
         teardown(run);
         return -1;
     }
     while (!run->failed) {
-        uint32_t nprog = 0, npull, ndel, nopd;
+        uint32_t nprog = 0, npull, ndel, nopd, ntimer;
         int r, all_done = 1;
         int64_t c;
         for (r = 0; r < s->nranks; r++) {
@@ -388,14 +493,18 @@ static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
             }
         }
         nicsim_enabled_detail(run->sim, &npull, &ndel, &nopd);
-        if (all_done && npull + ndel + nopd == 0) {
+        ntimer = due_timers(run, timers);
+        if ((all_done || nprog == 0) && npull + ndel + nopd + ntimer == 0 &&
+            jump_to_deadline(run))
+            continue; /* only a retransmission timer can move things */
+        if (all_done && npull + ndel + nopd + ntimer == 0) {
             if (!nicsim_idle(run->sim))
                 deadlock(run, "deadlock: packets in flight are all deferred");
             else
                 end_of_run(run);
             break;
         }
-        if (nprog + npull + ndel + nopd == 0) {
+        if (nprog + npull + ndel + nopd + ntimer == 0) {
             deadlock(run, "deadlock");
             break;
         }
@@ -403,12 +512,14 @@ static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
             deadlock(run, "livelock: step limit reached");
             break;
         }
-        c = choose(run, ranks, nprog, npull, ndel, nopd);
+        c = choose(run, ranks, nprog, npull, ndel, nopd, ntimer);
         if (c < 0)
             break;
         run->step++;
         if (c < (int64_t)nprog) {
             scn_exec_op(run, ranks[c]);
+        } else if (c >= (int64_t)(nprog + npull + ndel + nopd)) {
+            fire_timer(run, timers[c - (nprog + npull + ndel + nopd)]);
         } else {
             int rc = nicsim_step_choose(run->sim, (uint32_t)(c - nprog));
             if (rc < 0)
@@ -432,6 +543,7 @@ int scn_runner_new(const scn *s, scn_runner **pr)
     if (run == NULL)
         return -1;
     run->s = s;
+    run->flow_override = -1;
     run->complete_actions = (s->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     run->max_steps = 200000 + 2000 * (uint64_t)s->nslots;
     for (i = 0; i < s->nslots; i++)
@@ -527,6 +639,16 @@ void scn_runner_faults_text(const scn_runner *run, char *buf, size_t len)
 int scn_runner_faults_active(const scn_runner *run)
 {
     return nicsim_fault_spec_active(scn_run_faults(run));
+}
+
+void scn_runner_set_flow(scn_runner *run, int mode)
+{
+    run->flow_override = mode;
+}
+
+uint64_t scn_runner_timer_fires(const scn_runner *run)
+{
+    return run->timer_fires;
 }
 
 void scn_runner_net_stats(const scn_runner *run, nicsim_stats *st)

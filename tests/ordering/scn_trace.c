@@ -290,6 +290,9 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
         add_match(run, rk, sl, ev, t);
         return;
     case QUAY_TR_REJECT:
+        run->engine_rejects++;
+        if (run->flow != QUAY_FLOW_NONE)
+            return; /* judged by the NICSIM_EV_REJECT that follows */
         scn_fail(run, "rank %d rejected a %s packet from rank %d: %s",
                  rk->rank, quay_pkt_name(ev->pkt), ev->peer,
                  scn_errname(ev->code));
@@ -416,10 +419,13 @@ void scn_on_sim_event(void *ctx, const nicsim_event *ev)
         run->deferred++;
         break;
     case NICSIM_EV_REJECT:
+        if (run->flow != QUAY_FLOW_NONE && (ev->aux & NICSIM_PKT_CORRUPTED))
+            break; /* the CRC caught it: the sender's timer repairs it */
         scn_fail(run, "rank %d: quay_on_packet(from %d, pkt#%" PRIu64
                       ") returned %s",
                  ev->rank, ev->peer, ev->pkt_id, scn_errname(ev->rc));
         break;
+
     case NICSIM_EV_ERROR:
         scn_fail(run, "rank %d: nicsim error %s (peer %d)", ev->rank,
                  scn_errname(ev->rc), ev->peer);

@@ -8,9 +8,11 @@
  *       enumerate every interleaving (bounded by N runs, default 2000000)
  *   --faults SPEC  inject network faults, replacing each scenario's own
  *       `config faults=` (SPEC "none": no faults); the syntax is in
- *       tests/ordering/README.md. The engine has no retransmission yet,
- *       so drop / dup / corrupt / kill / blackhole runs are expected to
- *       fail until flow control lands.
+ *       tests/ordering/README.md. Losing faults (drop, dup, corrupt)
+ *       need --flow acknack.
+ *   --flow none|acknack  flow control for every scenario, replacing its
+ *       `config flow=` (acknack: retransmission timers on a virtual
+ *       clock; see scn.h scn_runner_set_flow).
  *
  * On the first failure it prints the scenario, the seed (or the choice
  * script) and the trace of that run, as TAP comments, and stops.
@@ -27,7 +29,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] file.scn ...\n");
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack] "
+            "file.scn ...\n");
 }
 
 static int parse_num(const char *v, uint64_t *out)
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
     const char *env = getenv("QUAY_SEEDS");
     const char *files[256];
     const char *faults = NULL;
+    int flow = -1;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -100,6 +104,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "test_ordering: %s\n", ferr);
                 return usage(), 2;
             }
+        } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
+            if (scn_flow_parse(argv[++i], &flow) != 0)
+                return usage(), 2;
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
             exhaustive = 1;
         } else if (argv[i][0] == '-') {
@@ -146,14 +153,17 @@ int main(int argc, char **argv)
             failed = 1;
             break;
         }
+        scn_runner_set_flow(r, flow);
+        fault_arg[0] = '\0';
         if (scn_runner_faults_active(r)) {
             scn_runner_faults_text(r, err, sizeof err);
             printf("# %s: faults %s\n", scn_name(s), err);
-            fault_arg[0] = '\0';
             snprintf(fault_arg, sizeof fault_arg, " --faults %s", err);
-        } else {
-            fault_arg[0] = '\0';
         }
+        if (flow >= 0)
+            snprintf(fault_arg + strlen(fault_arg),
+                     sizeof fault_arg - strlen(fault_arg), " --flow %s",
+                     flow ? "acknack" : "none");
         if (exhaustive) {
             scn_exh ex;
             int rc = scn_run_exhaustive(r, max_runs, &ex);
@@ -180,14 +190,26 @@ int main(int argc, char **argv)
             /* runs in which each outcome occurred at least once */
             uint64_t n_unexp = 0, n_posted = 0, n_scancel = 0, n_slost = 0;
             uint64_t n_rcancel = 0, n_np = 0, n_trunc = 0, n_defer = 0;
+            /* faults the runs went through, summed */
+            uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
+            uint64_t f_retx = 0, f_nack = 0, n_nack = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
+                nicsim_stats ns;
                 rc = scn_run_seed(r, seed0 + k, NULL);
                 steps += scn_runner_steps(r);
                 if (rc != 0)
                     break;
+                scn_runner_net_stats(r, &ns);
                 scn_runner_outcomes(r, &oc);
+                f_drop += ns.drops;
+                f_dup += ns.dups;
+                f_corrupt += ns.corrupts;
+                f_timer += scn_runner_timer_fires(r);
+                f_retx += oc.retransmits;
+                f_nack += oc.nacks;
+                n_nack += oc.nacks != 0;
                 n_unexp += oc.matched_unexpected != 0;
                 n_posted += oc.matched_posted != 0;
                 n_scancel += oc.sends_cancelled != 0;
@@ -205,6 +227,13 @@ int main(int argc, char **argv)
                        ", EAGAIN deferral %" PRIu64 "\n",
                        n_unexp, n_posted, n_scancel, n_slost, n_rcancel, n_np,
                        n_trunc, n_defer);
+            if (rc == 0 && (f_drop | f_dup | f_corrupt | f_timer | f_nack))
+                printf("# faults survived: %" PRIu64 " drops, %" PRIu64
+                       " copies, %" PRIu64 " corrupted; %" PRIu64
+                       " timer firings, %" PRIu64 " retransmissions, %" PRIu64
+                       " NACKs (in %" PRIu64 " runs)\n",
+                       f_drop, f_dup, f_corrupt, f_timer, f_retx, f_nack,
+                       n_nack);
             secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (rc == 0) {
                 printf("ok %d - %s: %" PRIu64 " seeds, %" PRIu64
