@@ -20,13 +20,18 @@ void tn_config(quay_config *cfg, int r, int n)
 
 int tn_init(testnet *t, int n, const quay_config *cfg)
 {
+    return tn_init_each(t, n, cfg, 0);
+}
+
+int tn_init_each(testnet *t, int n, const quay_config *cfg, int per_rank)
+{
     memset(t, 0, sizeof *t);
     t->n = n;
     t->auto_done = 1;
     for (int r = 0; r < n; r++) {
         quay_config c;
         if (cfg != NULL) {
-            c = *cfg;
+            c = cfg[per_rank ? r : 0];
         } else {
             tn_config(&c, r, n);
         }

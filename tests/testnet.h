@@ -39,6 +39,9 @@ typedef struct testnet {
 void tn_config(quay_config *cfg, int r, int n);
 /** Create n engines (cfg may be NULL for tn_config) with world comms. */
 int tn_init(testnet *t, int n, const quay_config *cfg);
+/** The same with one config per rank when per_rank (cfg[0..n)), else
+ *  cfg[0] for all; rank and nranks are set by tn_init_each. */
+int tn_init_each(testnet *t, int n, const quay_config *cfg, int per_rank);
 void tn_fini(testnet *t);
 /** Pull every action of rank r into the network; returns SENDs pulled. */
 int tn_pull(testnet *t, int r);
