@@ -131,7 +131,9 @@ static void round_trip(void)
     tick();
 }
 
-int main(void)
+static int flow_mode;
+
+static void flood(void)
 {
     static quay_config cfg[NSEND + 1];
     static counting mem;
@@ -143,7 +145,7 @@ int main(void)
 
     for (int r = 0; r <= NSEND; r++) {
         tn_config(&cfg[r], r, NSEND + 1);
-        cfg[r].flow = QUAY_FLOW_ACKNACK;
+        cfg[r].flow = (uint32_t)flow_mode;
         cfg[r].flow_window = 32;
         cfg[r].rto_init_ns = 1000;
         cfg[r].rto_max_ns = 64000;
@@ -156,8 +158,11 @@ int main(void)
     cfg[0].alloc.alloc = count_alloc;
     cfg[0].alloc.release = count_release;
     cfg[0].alloc.ctx = &mem;
+    memset(&mem, 0, sizeof mem);
+    now_ns = 0;
+    peak_bytes = peak_msgs = 0;
     if (!is_int(tn_init_each(&T, NSEND + 1, cfg, 1), 0))
-        return done_testing();
+        return;
     created_bytes = mem.cur;
     created_calls = mem.calls;
     note("receiver engine: %zu bytes in %llu allocations at creation",
@@ -188,7 +193,10 @@ int main(void)
         note("flooded: receiver holds %llu bytes in %u messages; %llu NACKs",
              (unsigned long long)st.bytes_unexpected, st.umsgs_in_use,
              (unsigned long long)st.nacks_sent);
-        ok_msg(st.nacks_sent > 0, "the receiver refused (NACK) once full");
+        if (flow_mode == QUAY_FLOW_CREDIT)
+            ok_msg(st.nacks_sent == 0, "credits: the senders stopped by themselves");
+        else
+            ok_msg(st.nacks_sent > 0, "ACK/NACK: the receiver refused (NACK) once full");
         ok_msg(st.umsgs_in_use > BOUND_MSGS / 4 || st.bytes_unexpected > BOUND_BYTES / 2,
                "and it did fill up first");
     }
@@ -264,6 +272,7 @@ int main(void)
         tn_pump(&T);
     tn_pump(&T);
     uint32_t incomplete = 0;
+    quay_stats st;
     for (int s = 1; s <= NSEND; s++)
         for (uint32_t i = 0; i < nper[s]; i++) {
             if (quay_req_test(sreq[s][i], NULL) != 1)
@@ -272,7 +281,6 @@ int main(void)
         }
     is_int(incomplete, 0);
 
-    quay_stats st;
     quay_engine_stats(T.e[0], &st);
     note("receiver: peak %llu unexpected bytes (bound %u), peak %llu descriptors "
          "(bound %u), %llu NACKs, %llu duplicates / %llu out-of-order dropped; "
@@ -298,11 +306,21 @@ int main(void)
         ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0,
                "rank %d clean", r);
     }
+    if (flow_mode == QUAY_FLOW_CREDIT)
+        is_int((int)st.nacks_sent, 0);
     tn_fini(&T);
     ok_msg(mem.cur == 0, "receiver memory all released");
     for (int s = 1; s <= NSEND; s++) {
         free(arena[s]);
         free(sreq[s]);
     }
+}
+
+int main(void)
+{
+    flow_mode = QUAY_FLOW_ACKNACK;
+    subtest("ACK/NACK: 7 senders flood one receiver", flood);
+    flow_mode = QUAY_FLOW_CREDIT;
+    subtest("credits: 7 senders flood one receiver", flood);
     return done_testing();
 }

@@ -256,6 +256,124 @@ static void t_acks_never_starve(void)
     tn_fini(&T);
 }
 
+/* ---- credit mode ---------------------------------------------------------- */
+
+static void credit_setup(uint32_t credits)
+{
+    quay_config c;
+    flow_config(&c, 2);
+    c.flow = QUAY_FLOW_CREDIT;
+    c.flow_credits = credits;
+    is_int(tn_init(&T, 2, &c), 0);
+}
+
+/* Run timers and deliver until nothing moves, dropping every packet from
+ * rank `lose` (-1: none) for the first `rounds` rounds. */
+static void pump_losing(int lose, int rounds)
+{
+    for (int i = 0; i < 1000; i++) {
+        tn_pull_all(&T);
+        for (int k = 0; k < T.nq;) {
+            if (i < rounds && T.q[k].from == lose)
+                tn_drop(&T, k);
+            else
+                k++;
+        }
+        tn_pump(&T);
+        if (!tick())
+            return;
+    }
+}
+
+/* The sender never has more than flow_credits messages held by the
+ * receiver; grants come back as receives consume them; no NACK ever. */
+static void t_credit_window(void)
+{
+    credit_setup(2);
+    uint8_t sb[6][8], rb[6][8];
+    quay_req *s[6], *r[6];
+    quay_stats st;
+    for (int i = 0; i < 6; i++) {
+        memset(sb[i], 0x40 + i, 8);
+        is_int(quay_isend(T.e[0], T.world[0], sb[i], 8, 1, 1, QUAY_SEND_STANDARD, &s[i]), 0);
+    }
+    settle();
+    quay_engine_stats(T.e[1], &st);
+    is_int(st.umsgs_in_use, 2); /* exactly the grant */
+    is_int((int)st.nacks_sent, 0);
+    ok(quay_req_test(s[1], NULL) && !quay_req_test(s[2], NULL));
+    for (int i = 0; i < 6; i++) {
+        is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 1, &r[i]), 0);
+        settle();
+        quay_engine_stats(T.e[1], &st);
+        ok_msg(st.umsgs_in_use <= 2, "held %u <= 2 credits", st.umsgs_in_use);
+    }
+    for (int i = 0; i < 6; i++) {
+        ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0, "message %d", i);
+        ok(quay_req_test(s[i], NULL));
+        quay_req_free(T.e[0], s[i]);
+        quay_req_free(T.e[1], r[i]);
+    }
+    quay_engine_stats(T.e[1], &st);
+    is_int((int)st.nacks_sent, 0);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+/* Grants lost on the way back: the blocked sender probes on its timer
+ * and the receiver answers, even when it has no new credit, so a full
+ * receiver is never taken for a dead one. */
+static void t_credit_lost_grants(void)
+{
+    credit_setup(1);
+    uint8_t sb[3][8] = {{1}, {2}, {3}}, rb[3][8];
+    quay_req *s[3], *r[3];
+    for (int i = 0; i < 3; i++)
+        is_int(quay_isend(T.e[0], T.world[0], sb[i], 8, 1, 1, QUAY_SEND_STANDARD, &s[i]), 0);
+    /* Nobody receives for a long time: the sender probes, the receiver
+     * answers "still full", and nobody fails. */
+    for (int i = 0; i < 40; i++) {
+        tn_pump(&T);
+        tick();
+    }
+    quay_stats st;
+    quay_engine_stats(T.e[0], &st);
+    is_int((int)st.peers_failed, 0);
+    ok(quay_next_deadline(T.e[0]) != QUAY_TIME_NONE); /* still probing */
+    for (int i = 0; i < 3; i++)
+        is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 1, &r[i]), 0);
+    pump_losing(1, 3); /* every grant and ACK of the first rounds is lost */
+    for (int i = 0; i < 3; i++) {
+        ok_msg(quay_req_test(r[i], NULL) && rb[i][0] == i + 1, "message %d", i);
+        ok(quay_req_test(s[i], NULL));
+        quay_req_free(T.e[0], s[i]);
+        quay_req_free(T.e[1], r[i]);
+    }
+    quay_engine_stats(T.e[0], &st);
+    is_int((int)st.peers_failed, 0);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
+/* Both ends must run the same policy: a frame of the other is malformed. */
+static void t_credit_policy_mismatch(void)
+{
+    quay_config c[2];
+    flow_config(&c[0], 2);
+    flow_config(&c[1], 2);
+    c[1].flow = QUAY_FLOW_CREDIT;
+    is_int(tn_init_each(&T, 2, c, 1), 0);
+    uint8_t b[4] = {0};
+    quay_req *s;
+    is_int(quay_isend(T.e[0], T.world[0], b, 4, 1, 1, QUAY_SEND_STANDARD, &s), 0);
+    tn_pull_all(&T);
+    is_int(tn_deliver(&T, 0), QUAY_EPROTO);
+    quay_req_free(T.e[0], s);
+    tn_fini(&T);
+}
+
 static void t_peer_failure(void)
 {
     setup(3);
@@ -327,5 +445,8 @@ int main(void)
     subtest("NACK back-pressure keeps FIFO", t_nack_backpressure);
     subtest("ACKs never starve for a descriptor", t_acks_never_starve);
     subtest("peer failure isolates one peer", t_peer_failure);
+    subtest("credits: window held, grants returned, no NACK", t_credit_window);
+    subtest("credits: lost grants, probes, full receiver alive", t_credit_lost_grants);
+    subtest("credits: policy mismatch is malformed", t_credit_policy_mismatch);
     return done_testing();
 }

@@ -12,7 +12,7 @@
  *       `config faults=`; "none" turns them off. Syntax:
  *       tests/ordering/README.md. The network counters of the last run
  *       are printed after the summary.
- *   --flow none|acknack  flow control (replaces the scenario's
+ *   --flow none|acknack|credit  flow control (replaces the scenario's
  *       `config flow=`); acknack is needed to survive drop / dup / corrupt.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
@@ -29,7 +29,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack] [--trace] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--trace] "
             "scenario.scn\n");
     return 2;
 }

@@ -166,7 +166,7 @@ enum {
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
 };
 
-#define QUAY_CONFIG_VERSION 1
+#define QUAY_CONFIG_VERSION 2
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -225,16 +225,24 @@ typedef struct quay_config {
     /** Flow control and reliability (QUAY_FLOW_*). Default QUAY_FLOW_NONE:
      *  the transport is trusted to deliver every packet once. */
     uint32_t flow;
-    /** QUAY_FLOW_ACKNACK: unacknowledged packets in flight per peer (the
+    /** Flow control: unacknowledged packets in flight per peer (the
      *  sender's retransmission store). Default 256. */
     uint32_t flow_window;
     /** First retransmission timeout, ns; doubles per expiry up to
      *  rto_max_ns and resets on progress. Defaults 1 ms and 1 s. */
     uint64_t rto_init_ns;
     uint64_t rto_max_ns;
-    /** Consecutive timeouts without progress before the peer is declared
-     *  failed (its requests complete with QUAY_EPEER). Default 10. */
+    /** Consecutive timeouts without a sign of life from the peer before it
+     *  is declared failed (its requests complete with QUAY_EPEER); a peer
+     *  that answers but never acknowledges fails after 4x as many.
+     *  Default 10. */
     uint32_t retry_limit;
+    /** QUAY_FLOW_CREDIT: packets a peer may have sent us that we still
+     *  hold (unexpected messages it sent, packets in flight). 0 (default):
+     *  derived so that every peer at its limit at once fits the receive
+     *  bounds: min(flow_window, max_unexpected / (nranks - 1),
+     *  unexpected_bytes_max / eager_max / (nranks - 1)), at least 1. */
+    uint32_t flow_credits;
 } quay_config;
 
 /** Flow-control policies (quay_config.flow), docs/flowctl.md. */
@@ -245,6 +253,13 @@ enum {
      *  suppression, CRC32C per packet and peer-failure detection. Every
      *  packet to another rank carries a 20-byte channel frame. */
     QUAY_FLOW_ACKNACK = 1,
+    /** Credits: the same reliable channel, but a sender sends only while
+     *  the receiver has granted room for it (flow_credits per peer, grants
+     *  carried in every frame, also on ACK-only frames, which never take
+     *  credit themselves). A receiver within its grants never refuses, so
+     *  NACKs stay the safety net; a sender out of credit probes on a timer
+     *  so that a lost grant cannot stall it. */
+    QUAY_FLOW_CREDIT = 2,
 };
 
 /** Transport capabilities (quay_config.transport_caps). */

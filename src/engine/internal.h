@@ -112,7 +112,12 @@ typedef struct quay_req {
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
 enum { UM_FREE = 0, UM_HELD, UM_UNEXP, UM_ORPHAN, UM_TAKEN };
-enum { UMF_SYNC = 1u << 0, UMF_READY = 1u << 1, UMF_POISON = 1u << 2 };
+enum {
+    UMF_SYNC = 1u << 0,
+    UMF_READY = 1u << 1,
+    UMF_POISON = 1u << 2,
+    UMF_CREDIT = 1u << 3 /* counted in its peer's credit_held */
+};
 
 struct quay_msg {
     qlink blink;      /* unexpected bin list; held list of its peer */
@@ -202,6 +207,15 @@ typedef struct peer_state {
     uint64_t hold_until;  /* repeated NACK: no (re)sending before this */
     uint32_t nack_seq;    /* last NACKed seq and how often in a row */
     uint32_t nack_repeats;
+    /* credits (QUAY_FLOW_CREDIT) */
+    uint32_t credit_limit; /* we may send seqs before this */
+    uint32_t credit_sent;  /* the limit we last granted the peer */
+    uint32_t credit_held;  /* unexpected / held messages from the peer */
+    uint8_t peer_blocked;  /* the peer said it is out of our credit */
+    uint8_t probe_due;     /* send it a probe (ACK-only, BLOCKED) */
+    uint32_t probes;       /* probes since we last heard from it */
+    uint64_t probe_at;     /* out of credit, nothing unacked: probe then */
+    uint64_t probe_rto;
 } peer_state;
 
 /* Matching state (match.c), engine-wide exact bins. */

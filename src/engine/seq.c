@@ -32,8 +32,22 @@ umsg *umsg_alloc(quay_engine *e)
     return m;
 }
 
+/* Under credit flow control a message the engine keeps holds one of its
+ * sender's credits until it is freed (flowctl/chan.c grants them back). */
+static void umsg_take_credit(quay_engine *e, umsg *m, int32_t peer)
+{
+    if (e->flow == QUAY_FLOW_CREDIT && peer != e->rank) {
+        m->flags |= UMF_CREDIT;
+        e->peers[peer].credit_held++;
+    }
+}
+
 void umsg_free(quay_engine *e, umsg *m)
 {
+    if (m->flags & UMF_CREDIT) {
+        e->peers[m->peer].credit_held--;
+        m->flags &= (uint8_t)~UMF_CREDIT;
+    }
     if (m->data != NULL) {
         e->ubytes -= m->len;
         qfree(e, m->data);
@@ -155,6 +169,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             }
         }
         m->len = env->type == QUAY_PKT_EAGER ? dlen : rlen;
+        umsg_take_credit(e, m, peer);
     }
     if (env->flags & UMF_READY) {
         /* Ready send without a posted receive: an error at both ends. The
@@ -217,6 +232,7 @@ static int seq_hold(quay_engine *e, int32_t peer, const wire_hdr *h,
         umsg_free(e, m);
         return QUAY_EAGAIN;
     }
+    umsg_take_credit(e, m, peer);
     m->where = UM_HELD;
     ql_insert_before(pos, &m->blink);
     ps->nheld++;

@@ -36,8 +36,58 @@ void chan_init(quay_engine *e)
     e->fcp.window = e->cfg.flow_window;
     crc32c_table_init(e->crc_table);
     for (int32_t p = 0; p < e->nranks; p++) {
-        fc_tx_init(&e->peers[p].tx, &e->fcp, 0);
-        fc_rx_init(&e->peers[p].rx, 0);
+        peer_state *ps = &e->peers[p];
+        fc_tx_init(&ps->tx, &e->fcp, 0);
+        fc_rx_init(&ps->rx, 0);
+        /* Both ends start from the same configured grant; a peer with a
+         * smaller one refuses (NACK) what it cannot hold, until its first
+         * frame corrects us. */
+        ps->credit_limit = e->cfg.flow_credits;
+        ps->credit_sent = e->cfg.flow_credits;
+        ps->probe_rto = e->fcp.rto_init_ns;
+    }
+}
+
+/* ---- credits (QUAY_FLOW_CREDIT) ---------------------------------------------- */
+
+/* The limit we grant `ps`: it may have sent every seq we accepted, plus
+ * flow_credits more than the messages of it that we still hold. Never
+ * decreases: accepting a kept message moves both terms. */
+static uint32_t credit_grant(const quay_engine *e, const peer_state *ps)
+{
+    return ps->rx.expected + e->cfg.flow_credits - ps->credit_held;
+}
+
+/* A grant worth a frame of its own: half the credits came back, or the
+ * peer told us it is waiting (it probes: answer even with no new credit,
+ * so that a full receiver is not taken for a dead one). */
+static int credit_owed(const quay_engine *e, const peer_state *ps)
+{
+    if (e->flow != QUAY_FLOW_CREDIT)
+        return 0;
+    uint32_t more = credit_grant(e, ps) - ps->credit_sent;
+    uint32_t half = e->cfg.flow_credits / 2 ? e->cfg.flow_credits / 2 : 1;
+    return ps->peer_blocked || more >= half;
+}
+
+/* The channel would send something new but has no credit for it. */
+static int credit_blocked(const quay_engine *e, const peer_state *ps)
+{
+    return e->flow == QUAY_FLOW_CREDIT && ps->pend_head != NULL &&
+           fc_tx_can_send_new(&ps->tx, &e->fcp) &&
+           !fc_seq_lt(ps->tx.next, ps->credit_limit);
+}
+
+/* Out of credit with nothing unacknowledged, no timer would ever run: a
+ * lost grant would stall us. Arm the probe timer then; disarm it once
+ * credit (or an unacknowledged packet, whose timer covers us) is there. */
+static void credit_watch(quay_engine *e, peer_state *ps)
+{
+    if (credit_blocked(e, ps) && ps->tx.una == ps->tx.next) {
+        if (ps->probe_at == 0)
+            ps->probe_at = e->now + ps->probe_rto;
+    } else {
+        ps->probe_at = 0;
     }
 }
 
@@ -70,6 +120,8 @@ void chan_submit(quay_engine *e, qout *o)
     peer_state *ps = &e->peers[o->peer];
     o->framed = 1;
     list_push(&ps->pend_head, &ps->pend_tail, o);
+    if (e->flow == QUAY_FLOW_CREDIT)
+        credit_watch(e, ps);
 }
 
 /* ---- frames ----------------------------------------------------------------- */
@@ -101,6 +153,16 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
     } else {
         fc_rx_take_ack(&ps->rx, &ack);
     }
+    if (e->flow == QUAY_FLOW_CREDIT) {
+        /* Every frame carries our current grant (a NACK's seq is its ack
+         * field, so the field is free). */
+        flags |= CHAN_F_CREDIT;
+        nack = credit_grant(e, ps);
+        ps->credit_sent = nack;
+        ps->peer_blocked = 0;
+        if (credit_blocked(e, ps))
+            flags |= CHAN_F_BLOCKED;
+    }
     f[0] = CHAN_VERSION;
     f[1] = kind;
     wire_put16(f + 2, flags);
@@ -124,15 +186,27 @@ static int peer_may_send(const quay_engine *e, const peer_state *ps)
     return e->now >= ps->hold_until;
 }
 
+/* A new packet may take a sequence number now. */
+static int peer_may_send_new(const quay_engine *e, const peer_state *ps)
+{
+    return ps->pend_head != NULL && fc_tx_can_send_new(&ps->tx, &e->fcp) &&
+           (e->flow != QUAY_FLOW_CREDIT || fc_seq_lt(ps->tx.next, ps->credit_limit));
+}
+
+/* Something to say that needs no sequence number: ACK, NACK, grant, probe. */
+static int peer_owes_frame(const quay_engine *e, const peer_state *ps)
+{
+    return fc_rx_owes(&ps->rx) || credit_owed(e, ps) || ps->probe_due;
+}
+
 static int peer_has_work(const quay_engine *e, const peer_state *ps)
 {
     if (ps->failed)
         return 0;
-    if (fc_rx_owes(&ps->rx) && e->out_free != NULL)
+    if (peer_owes_frame(e, ps) && e->out_free != NULL)
         return 1;
     return peer_may_send(e, ps) &&
-           (ps->tx.resend != ps->tx.next ||
-            (ps->pend_head != NULL && fc_tx_can_send_new(&ps->tx, &e->fcp)));
+           (ps->tx.resend != ps->tx.next || peer_may_send_new(e, ps));
 }
 
 int chan_has_work(const quay_engine *e)
@@ -166,20 +240,22 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         transmit(e, o, a);
         return 1;
     }
-    if (peer_may_send(e, ps) && ps->pend_head != NULL &&
-        fc_tx_can_send_new(&ps->tx, &e->fcp)) {
+    if (peer_may_send(e, ps) && peer_may_send_new(e, ps)) {
         qout *o = list_pop(&ps->pend_head, &ps->pend_tail);
         o->chan_seq = fc_tx_assign(&ps->tx, &e->fcp, e->now);
         o->sent_ns = e->now;
         o->resent = 0;
         write_frame(e, o, CHAN_DATA, o->chan_seq);
+        ps->probe_due = 0; /* this frame says BLOCKED if we are */
         list_push(&ps->unack_head, &ps->unack_tail, o);
         transmit(e, o, a);
         return 1;
     }
-    if (fc_rx_owes(&ps->rx) && e->out_free != NULL) {
-        /* Nothing to piggyback on: an ACK-only packet, never acknowledged,
-         * released at its op_done. */
+    if (peer_owes_frame(e, ps) && e->out_free != NULL) {
+        /* Nothing to piggyback on: an ACK-only packet (also a grant or a
+         * probe), never acknowledged, released at its op_done; it takes no
+         * sequence number and so no credit. */
+        ps->probe_due = 0;
         qout *o = out_alloc(e);
         o->peer = p;
         o->framed = 1;
@@ -247,7 +323,7 @@ void chan_on_op_done(quay_engine *e, qout *o, int status)
 int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
 {
     if (len < CHAN_FRAME_LEN || b[0] != CHAN_VERSION ||
-        (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_NACK))
+        (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_ALL))
         return QUAY_EPROTO;
     if (peer == e->rank)
         return QUAY_EPROTO; /* self traffic never travels */
@@ -259,7 +335,6 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     peer_state *ps = &e->peers[peer];
     if (ps->failed)
         return QUAY_ESTATE;
-    fc_tx_heard(&ps->tx); /* an intact frame: the peer is alive */
     uint8_t kind = b[1];
     uint16_t flags = wire_get16(b + 2);
     uint32_t seq = wire_get32(b + 4);
@@ -267,9 +342,19 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     uint32_t nack = wire_get32(b + 12);
     if (kind == CHAN_ACK && (len != CHAN_FRAME_LEN || seq != 0))
         return QUAY_EPROTO;
-    /* A NACK names the next expected seq, i.e. it equals the ACK value. */
-    if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
+    /* Both ends must run the same policy. */
+    int credit = e->flow == QUAY_FLOW_CREDIT;
+    if (!(flags & CHAN_F_CREDIT) != !credit || (!credit && (flags & CHAN_F_BLOCKED)))
         return QUAY_EPROTO;
+    /* A NACK names the next expected seq, i.e. it equals the ACK value;
+     * in credit mode the field is the grant instead. */
+    if (credit)
+        nack = ack;
+    else if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
+        return QUAY_EPROTO;
+    fc_tx_heard(&ps->tx); /* an intact frame: the peer is alive */
+    ps->probes = 0;
+    ps->probe_rto = e->fcp.rto_init_ns;
 
     /* What the peer says about our packets to it. */
     uint32_t from, to;
@@ -296,6 +381,16 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         ps->hold_until = 0;
     }
     release_acked(e, ps, to);
+    if (credit) {
+        /* Grants only grow; one that would let us run more than 2^30 ahead
+         * of what the peer acknowledged is not a grant but garbage. */
+        uint32_t limit = wire_get32(b + 12);
+        if (fc_seq_lt(ps->credit_limit, limit) && limit - ps->tx.una <= (1u << 30))
+            ps->credit_limit = limit;
+        if (flags & CHAN_F_BLOCKED)
+            ps->peer_blocked = 1;
+        credit_watch(e, ps);
+    }
     if (kind == CHAN_ACK)
         return CHAN_CONSUMED;
 
@@ -324,12 +419,30 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
 
 /* ---- time and failure --------------------------------------------------------------- */
 
+/* Credit mode, out of credit with nothing unacknowledged: ask the peer
+ * for its grant (an ACK-only frame flagged BLOCKED), backing off like a
+ * retransmission; a peer silent for retry_limit probes has failed. */
+static int credit_probe(quay_engine *e, peer_state *ps)
+{
+    if (ps->probe_at == 0 || e->now < ps->probe_at)
+        return 0;
+    if (++ps->probes > e->fcp.retry_limit)
+        return FC_EPEER;
+    ps->probe_due = 1;
+    ps->probe_rto = ps->probe_rto > e->fcp.rto_max_ns / 2 ? e->fcp.rto_max_ns
+                                                          : 2 * ps->probe_rto;
+    ps->probe_at = e->now + ps->probe_rto;
+    return 1;
+}
+
 void chan_on_time(quay_engine *e)
 {
     for (int32_t p = 0; p < e->nranks; p++) {
-        if (p == e->rank || e->peers[p].failed)
+        peer_state *ps = &e->peers[p];
+        if (p == e->rank || ps->failed)
             continue;
-        if (fc_tx_on_time(&e->peers[p].tx, &e->fcp, e->now) == FC_EPEER)
+        if (fc_tx_on_time(&ps->tx, &e->fcp, e->now) == FC_EPEER ||
+            credit_probe(e, ps) == FC_EPEER)
             engine_peer_failed(e, p);
     }
 }
@@ -344,6 +457,8 @@ uint64_t chan_deadline(const quay_engine *e)
         uint64_t t = fc_tx_deadline(&ps->tx);
         if (ps->hold_until > e->now && ps->hold_until < t)
             t = ps->hold_until; /* a held re-send becomes due then */
+        if (ps->probe_at != 0 && ps->probe_at < t)
+            t = ps->probe_at;
         if (t < d)
             d = t;
     }

@@ -4,8 +4,10 @@
  * packet to another rank travels in a channel frame:
  *
  *   0  u8  0xC1 (frame version)        8  u32 ack: every seq < ack arrived
- *   1  u8  kind: 1 DATA, 2 ACK-only   12  u32 nack: refused seq (flag bit 0)
- *   2  u16 flags (bit 0: NACK)         16  u32 CRC32C of the whole packet,
+ *   1  u8  kind: 1 DATA, 2 ACK-only   12  u32 credit mode: the credit limit
+ *   2  u16 flags: bit 0 NACK (the             (send seqs before it); else
+ *          ack field is also refused),        the NACKed seq (= ack) or 0
+ *          bit 1 CREDIT, bit 2 BLOCKED 16  u32 CRC32C of the whole packet,
  *   4  u32 seq (DATA)                          computed with this field 0
  *
  * followed, for DATA, by the engine packet. The sender keeps each packet
@@ -23,6 +25,9 @@
 #define CHAN_DATA 1
 #define CHAN_ACK 2
 #define CHAN_F_NACK 0x1u
+#define CHAN_F_CREDIT 0x2u  /* field 12 is the credit limit (QUAY_FLOW_CREDIT) */
+#define CHAN_F_BLOCKED 0x4u /* the sender is out of credit (credit mode) */
+#define CHAN_F_ALL (CHAN_F_NACK | CHAN_F_CREDIT | CHAN_F_BLOCKED)
 
 /** Set up per-peer channels (engine creation). */
 void chan_init(quay_engine *e);

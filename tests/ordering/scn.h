@@ -91,7 +91,7 @@ void scn_runner_faults_text(const scn_runner *r, char *buf, size_t len);
 /** 1 if the runs of `r` inject faults. */
 int scn_runner_faults_active(const scn_runner *r);
 /**
- * Flow control: "none" or "acknack" (quay_config.flow). The runs of `r`
+ * Flow control: "none", "acknack" or "credit" (quay_config.flow). The runs of `r`
  * use `mode` (QUAY_FLOW_*) instead of the scenario's `config flow=`; -1
  * goes back to the scenario's. Under QUAY_FLOW_ACKNACK the runner keeps a
  * virtual clock (SCN_NS_PER_STEP ns per scheduler step), drawn per seed
@@ -101,7 +101,7 @@ int scn_runner_faults_active(const scn_runner *r);
  * rejected and every other one accepted.
  */
 void scn_runner_set_flow(scn_runner *r, int mode);
-/** Parse "none" / "acknack" into a QUAY_FLOW_* value; 0 or -1. */
+/** Parse "none" / "acknack" / "credit" into a QUAY_FLOW_* value; 0 or -1. */
 int scn_flow_parse(const char *text, int *mode);
 /** Retransmission timers fired in the last run. */
 uint64_t scn_runner_timer_fires(const scn_runner *r);

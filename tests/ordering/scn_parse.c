@@ -551,7 +551,7 @@ static int parse_config(parser *p, char **tok, int ntok)
         }
         if (strcmp(tok[i], "flow") == 0) {
             if (scn_flow_parse(eq + 1, &s->flow) != 0)
-                return perr(p, "config: flow=none|acknack, not '%s'", eq + 1);
+                return perr(p, "config: flow=none|acknack|credit, not '%s'", eq + 1);
             continue;
         }
         if (parse_u64(eq + 1, &v) != 0)
@@ -966,6 +966,8 @@ int scn_flow_parse(const char *text, int *mode)
         *mode = QUAY_FLOW_NONE;
     else if (strcmp(text, "acknack") == 0)
         *mode = QUAY_FLOW_ACKNACK;
+    else if (strcmp(text, "credit") == 0)
+        *mode = QUAY_FLOW_CREDIT;
     else
         return -1;
     return 0;

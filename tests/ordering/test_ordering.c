@@ -10,7 +10,7 @@
  *       `config faults=` (SPEC "none": no faults); the syntax is in
  *       tests/ordering/README.md. Losing faults (drop, dup, corrupt)
  *       need --flow acknack.
- *   --flow none|acknack  flow control for every scenario, replacing its
+ *   --flow none|acknack|credit  flow control for every scenario, replacing its
  *       `config flow=` (acknack: retransmission timers on a virtual
  *       clock; see scn.h scn_runner_set_flow).
  *
@@ -29,7 +29,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] "
             "file.scn ...\n");
 }
 
@@ -163,7 +163,9 @@ int main(int argc, char **argv)
         if (flow >= 0)
             snprintf(fault_arg + strlen(fault_arg),
                      sizeof fault_arg - strlen(fault_arg), " --flow %s",
-                     flow ? "acknack" : "none");
+                     flow == QUAY_FLOW_CREDIT    ? "credit"
+                     : flow == QUAY_FLOW_ACKNACK ? "acknack"
+                                                 : "none");
         if (exhaustive) {
             scn_exh ex;
             int rc = scn_run_exhaustive(r, max_runs, &ex);
