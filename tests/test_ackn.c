@@ -331,16 +331,27 @@ static void test_tx_backoff(void)
     is_size(fc_tx_deadline(&t), now + 12345 + 8000);
     is_int(t.retries, 6);
 
-    /* Progress resets backoff and retries and re-arms at rto_init. */
+    /* Progress resets retries; the backed-off timeout stays until a
+     * message sent once is timed again (Karn). */
+    ok(t.backed_off);
     is_int(fc_tx_on_ack(&t, &p, 1, 50000, &ff, &ft), 0);
     is_int(t.retries, 0);
+    is_size(t.rto, 8000);
+    is_size(fc_tx_deadline(&t), 58000);
+    /* An RTT sample ends it: rto_base (here rto_init) from then on. */
+    fc_tx_rtt_sample(&t, &p, 100);
+    ok(!t.backed_off);
     is_size(t.rto, 1000);
-    is_size(fc_tx_deadline(&t), 51000);
-    /* So does a NACK: the peer answered. */
-    is_int(fc_tx_on_time(&t, &p, 51000), 1);
+    is_int(fc_tx_on_ack(&t, &p, 1, 50000, &ff, &ft), 0); /* stale: no change */
+    is_size(fc_tx_deadline(&t), 58000);
+    is_int(fc_tx_on_time(&t, &p, 58000), 1);
     is_size(t.rto, 2000);
-    is_int(fc_tx_on_nack(&t, &p, 1, 52000, &ff, &ft), 0);
+    /* A NACK resets retries too (the peer answered). */
+    is_int(fc_tx_on_nack(&t, &p, 1, 59000, &ff, &ft), 0);
     is_int(t.retries, 0);
+    is_size(t.rto, 2000); /* backed off again, no sample since */
+    fc_tx_rtt_sample(&t, &p, 100);
+    is_int(fc_tx_on_nack(&t, &p, 1, 52000, &ff, &ft), 0);
     is_size(t.rto, 1000);
     is_size(fc_tx_deadline(&t), 53000);
     /* The timer in NOT_TO_SEND: go back to una, state kept. */
@@ -856,6 +867,7 @@ typedef struct simep {
     uint32_t busy_ppm;    /* refuse at random even with a free buffer */
     uint32_t hold_max;    /* ticks the upper layer keeps a buffer */
     uint64_t series_base; /* first deadline of the current expiry series */
+    uint64_t series_rto;  /* the timeout that armed it */
     uint32_t expiries;    /* expiries in the current series */
     int failed_rc;        /* fc_tx_on_time returned FC_EPEER */
     uint64_t failed_at;
@@ -935,6 +947,7 @@ static void sim_note_series(simep *e)
 {
     if (e->tx.retries == 0) {
         e->series_base = e->tx.deadline;
+        e->series_rto = e->tx.rto;
         e->expiries = 0;
     }
 }
@@ -1063,10 +1076,12 @@ static int sim_invariants(sim *s, int me)
 }
 
 /* Sum of the timeouts between the first deadline of a series and the
- * expiry that fails: rto_1 .. rto_L, rto_i = min(rto_init 2^i, rto_max). */
-static uint64_t sim_series_span(const fc_params *p)
+ * expiry that fails: rto_1 .. rto_L, rto_i = min(rto_0 2^i, rto_max), rto_0
+ * the timeout that armed the series (rto_init, or still backed off from
+ * earlier expiries: no RTT sample here, so Karn keeps it). */
+static uint64_t sim_series_span(const fc_params *p, uint64_t rto0)
 {
-    uint64_t sum = 0, rto = p->rto_init_ns;
+    uint64_t sum = 0, rto = rto0;
     for (uint32_t i = 1; i <= p->retry_limit; i++) {
         rto = rto > p->rto_max_ns / 2 ? p->rto_max_ns : 2 * rto;
         sum += rto;
@@ -1096,7 +1111,7 @@ static int sim_timers(sim *s, int me)
     if (e->expiries != s->p.retry_limit + 1)
         return sim_fail(s, "ep%d: failed after %u expiries, limit %u", me,
                         e->expiries, s->p.retry_limit);
-    if (now != e->series_base + sim_series_span(&s->p))
+    if (now != e->series_base + sim_series_span(&s->p, e->series_rto))
         return sim_fail(s, "ep%d: failed at %llu, series from %llu", me,
                         (unsigned long long)now,
                         (unsigned long long)e->series_base);

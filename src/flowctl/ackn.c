@@ -33,6 +33,7 @@ void fc_tx_init(fc_tx *t, const fc_params *p, uint32_t initial_seq)
     t->srtt = 0;
     t->rttvar = 0;
     t->has_rtt = 0;
+    t->backed_off = 0;
     t->deadline = UINT64_MAX;
     t->state = FC_TX_NORMAL;
     t->failed = 0;
@@ -50,9 +51,7 @@ uint32_t fc_tx_assign(fc_tx *t, const fc_params *p, uint64_t now_ns)
     (void)p;
     if (t->una == t->next) {
         /* The only unacked message: start timing it. (An idle channel
-         * already has rto == rto_base and stuck == 0: the last progress
-         * reset them; restated here so the invariant is local.) */
-        t->rto = t->rto_base;
+         * already has its rto and stuck == 0 from the last progress.) */
         t->stuck = 0;
         t->deadline = ackn_after(now_ns, t->rto);
     }
@@ -84,7 +83,12 @@ static void ackn_advance(fc_tx *t, const fc_params *p, uint32_t upto,
     (void)p;
     t->retries = 0;
     t->stuck = 0;
-    t->rto = t->rto_base;
+    /* After an expiry the round trip may have grown past rto_base; until a
+     * message sent once times it again, keep the backed-off timeout (Karn:
+     * resetting it here makes a congested channel time out, go back N and
+     * congest itself further). */
+    if (!t->backed_off)
+        t->rto = t->rto_base;
     t->deadline = t->una == t->next ? UINT64_MAX : ackn_after(now_ns, t->rto);
 }
 
@@ -154,6 +158,8 @@ void fc_tx_rtt_sample(fc_tx *t, const fc_params *p, uint64_t rtt_ns)
     if (rto > p->rto_max_ns)
         rto = p->rto_max_ns;
     t->rto_base = rto;
+    t->rto = rto;
+    t->backed_off = 0;
 }
 
 int fc_tx_on_time(fc_tx *t, const fc_params *p, uint64_t now_ns)
@@ -170,6 +176,7 @@ int fc_tx_on_time(fc_tx *t, const fc_params *p, uint64_t now_ns)
         return FC_EPEER;
     }
     t->resend = t->una;  /* go back N */
+    t->backed_off = 1;
     t->rto = t->rto > p->rto_max_ns / 2 ? p->rto_max_ns : 2 * t->rto;
     t->deadline = ackn_after(now_ns, t->rto);
     return 1;

@@ -112,6 +112,8 @@ typedef struct fc_tx {
     uint64_t srtt;      /**< smoothed RTT (valid when has_rtt) */
     uint64_t rttvar;    /**< RTT mean deviation */
     uint8_t has_rtt;    /**< at least one RTT sample taken */
+    uint8_t backed_off; /**< an expiry since the last RTT sample: progress
+                             keeps the backed-off rto (Karn) */
     uint64_t deadline;  /**< retransmission timer, UINT64_MAX when off */
     uint8_t state;      /**< FC_TX_NORMAL or FC_TX_NOT_TO_SEND */
     uint8_t failed;     /**< 1 once the retry limit was exceeded (final) */
