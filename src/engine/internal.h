@@ -207,6 +207,9 @@ typedef struct peer_state {
     uint64_t hold_until;  /* repeated NACK: no (re)sending before this */
     uint32_t nack_seq;    /* last NACKed seq and how often in a row */
     uint32_t nack_repeats;
+    uint32_t gap_seq;      /* the expected seq we NACKed for a gap */
+    uint8_t gap_nacked;    /* gap_seq is valid */
+    uint8_t gap_nack_owed; /* the NACK owed is for a gap, not a refusal */
     /* credits (QUAY_FLOW_CREDIT) */
     uint32_t credit_limit; /* we may send seqs before this */
     uint32_t credit_sent;  /* the limit we last granted the peer */

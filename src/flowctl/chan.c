@@ -149,7 +149,11 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
     if (fc_rx_take_nack(&ps->rx, &nack)) {
         flags |= CHAN_F_NACK;
         ack = nack;
-        e->st.nacks_sent++;
+        if (ps->gap_nack_owed)
+            e->st.gap_nacks++;
+        else
+            e->st.nacks_sent++;
+        ps->gap_nack_owed = 0;
     } else {
         fc_rx_take_ack(&ps->rx, &ack);
     }
@@ -400,6 +404,18 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         return CHAN_CONSUMED;
     case FC_RX_DISCARD:
         e->st.out_of_order_dropped++;
+        /* Fast retransmit: a packet ahead of its turn means (on a FIFO
+         * link, certainly) that the expected one was lost. NACK it once,
+         * so the sender goes back now instead of at its timeout; a repeat
+         * loss is left to the timer, so a reordering network costs at most
+         * one spurious go-back per expected seq. */
+        if (ps->rx.state == FC_RX_NORMAL &&
+            !(ps->gap_nacked && ps->gap_seq == ps->rx.expected)) {
+            fc_rx_refused(&ps->rx, ps->rx.expected);
+            ps->gap_nacked = 1;
+            ps->gap_seq = ps->rx.expected;
+            ps->gap_nack_owed = 1;
+        }
         return CHAN_CONSUMED;
     default:
         break;
@@ -409,11 +425,13 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         /* No buffer: discard and NACK it; the sender re-sends from here
          * and sends nothing new until it is accepted [PM §3.3]. */
         fc_rx_refused(&ps->rx, seq);
+        ps->gap_nack_owed = 0;
         return CHAN_CONSUMED;
     }
     /* Accepted by the channel even if the engine rejected its content:
      * re-sending the same bytes could never succeed. */
     fc_rx_accepted(&ps->rx, seq);
+    ps->gap_nack_owed = 0; /* a gap NACK still owed is withdrawn with it */
     return rc;
 }
 
