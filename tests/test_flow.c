@@ -256,6 +256,74 @@ static void t_acks_never_starve(void)
     tn_fini(&T);
 }
 
+/* ---- keepalive ------------------------------------------------------------- */
+
+/* Tick timers and pump, losing everything sent to or by `dead` (-1: none). */
+static void run_ticks(int dead, int n)
+{
+    for (int i = 0; i < n; i++) {
+        tn_pull_all(&T);
+        for (int k = 0; k < T.nq;) {
+            if (T.q[k].from == dead || T.q[k].to == dead)
+                tn_drop(&T, k);
+            else
+                tn_deliver(&T, k);
+        }
+        if (!tick())
+            return;
+    }
+}
+
+/* A peer we only receive from is pinged while it is silent: alive, it
+ * answers and nothing fails however long it stays quiet; dead, the
+ * receive posted for it completes with QUAY_EPEER. */
+static void t_keepalive_receiver(void)
+{
+    setup(3);
+    uint8_t rb[8], sb[8] = {7};
+    quay_req *r, *r2, *s;
+    quay_status st;
+    is_int(quay_irecv(T.e[1], T.world[1], rb, 8, 0, 1, &r), 0);
+    is_int(quay_irecv(T.e[1], T.world[1], rb, 8, 2, 1, &r2), 0);
+    ok(quay_next_deadline(T.e[1]) != QUAY_TIME_NONE); /* keepalive armed */
+    run_ticks(-1, 50); /* both alive and silent */
+    ok(!quay_req_test(r, NULL) && !quay_req_test(r2, NULL));
+    quay_stats qs;
+    quay_engine_stats(T.e[1], &qs);
+    ok_msg(qs.pings > 0, "pings sent: %llu", (unsigned long long)qs.pings);
+    is_int((int)qs.peers_failed, 0);
+    /* Rank 2 dies; rank 0 speaks late and is received. */
+    run_ticks(2, 60);
+    ok(tn_done(r2, &st) && st.error == QUAY_EPEER);
+    ok(!quay_req_test(r, NULL));
+    is_int(quay_isend(T.e[0], T.world[0], sb, 8, 1, 1, QUAY_SEND_STANDARD, &s), 0);
+    run_ticks(2, 60);
+    ok(tn_done(r, &st) && st.error == 0 && rb[0] == 7);
+    quay_engine_stats(T.e[1], &qs);
+    is_int((int)qs.peers_failed, 1);
+    quay_req_free(T.e[1], r);
+    quay_req_free(T.e[1], r2);
+    quay_req_free(T.e[0], s);
+    tn_fini(&T);
+}
+
+/* A rendezvous send whose RTS was acknowledged waits for a CTS: if the
+ * receiver dies before posting, the send completes with QUAY_EPEER. */
+static void t_keepalive_sender(void)
+{
+    setup(2);
+    static uint8_t big[4000];
+    quay_req *s;
+    quay_status st;
+    is_int(quay_isend(T.e[0], T.world[0], big, sizeof big, 1, 1, QUAY_SEND_STANDARD, &s), 0);
+    run_ticks(-1, 3); /* RTS delivered and acknowledged */
+    ok(!quay_req_test(s, NULL));
+    run_ticks(1, 80);
+    ok(tn_done(s, &st) && st.error == QUAY_EPEER);
+    quay_req_free(T.e[0], s);
+    tn_fini(&T);
+}
+
 /* ---- credit mode ---------------------------------------------------------- */
 
 static void credit_setup(uint32_t credits)
@@ -445,6 +513,8 @@ int main(void)
     subtest("NACK back-pressure keeps FIFO", t_nack_backpressure);
     subtest("ACKs never starve for a descriptor", t_acks_never_starve);
     subtest("peer failure isolates one peer", t_peer_failure);
+    subtest("keepalive: silent live peer kept, dead one failed", t_keepalive_receiver);
+    subtest("keepalive: sender waiting for a CTS", t_keepalive_sender);
     subtest("credits: window held, grants returned, no NACK", t_credit_window);
     subtest("credits: lost grants, probes, full receiver alive", t_credit_lost_grants);
     subtest("credits: policy mismatch is malformed", t_credit_policy_mismatch);

@@ -605,6 +605,7 @@ typedef struct quay_stats {
     uint64_t out_of_order_dropped; /**< discarded: ahead of their turn */
     uint64_t nacks_sent;       /**< packets refused for lack of buffers */
     uint64_t gap_nacks;        /**< NACKs for a gap (fast retransmit) */
+    uint64_t pings;            /**< keepalive pings to silent peers */
     uint64_t acks_only;        /**< ACK-only packets emitted */
     uint64_t bad_checksum;     /**< packets dropped for a CRC mismatch */
     uint32_t peers_failed;

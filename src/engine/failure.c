@@ -21,6 +21,15 @@ static void fail_req(quay_engine *e, quay_req *r)
     req_progress(e, r);
 }
 
+int32_t req_waits_on(const quay_engine *e, const quay_req *r)
+{
+    if (r->state == QUAY_RS_FREE || r->state == QUAY_RS_DONE)
+        return -1;
+    if (r->state == QUAY_RS_RECV_POSTED)
+        return r->rank != QUAY_ANY_SOURCE ? r->comm->world[r->rank] : -1;
+    return r->peer != e->rank ? r->peer : -1;
+}
+
 void engine_peer_failed(quay_engine *e, int32_t peer)
 {
     peer_state *ps = &e->peers[peer];
@@ -46,20 +55,17 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
 
     for (uint32_t i = 0; i < e->nreqs; i++) {
         quay_req *r = &e->reqs[i];
-        if (r->state == QUAY_RS_FREE || r->state == QUAY_RS_DONE)
+        if (req_waits_on(e, r) != peer)
             continue;
         if (r->state == QUAY_RS_RECV_POSTED) {
-            if (r->rank != QUAY_ANY_SOURCE && r->comm->world[r->rank] == peer) {
-                match_remove_posted(e, r);
-                r->status.source = r->rank;
-                r->status.tag = r->tag;
-                r->status.error = QUAY_EPEER;
-                req_complete(e, r);
-            }
+            match_remove_posted(e, r);
+            r->status.source = r->rank;
+            r->status.tag = r->tag;
+            r->status.error = QUAY_EPEER;
+            req_complete(e, r);
             continue;
         }
-        if (r->peer == peer)
-            fail_req(e, r);
+        fail_req(e, r);
     }
     /* Last: releasing descriptors lets the failed requests complete. */
     chan_abandon(e, peer);

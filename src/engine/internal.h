@@ -217,6 +217,9 @@ typedef struct peer_state {
     uint8_t peer_blocked;  /* the peer said it is out of our credit */
     uint8_t probe_due;     /* send it a probe (ACK-only, BLOCKED) */
     uint32_t probes;       /* probes since we last heard from it */
+    uint8_t heard;         /* a frame came since the last keepalive tick */
+    uint8_t ping_owed;     /* it pinged us: answer with any frame */
+    uint8_t ka_wanted;     /* keepalive tick: a request waits on it */
     uint64_t probe_at;     /* out of credit, nothing unacked: probe then */
     uint64_t probe_rto;
 } peer_state;
@@ -297,6 +300,9 @@ struct quay_engine {
     int flow;            /* quay_config.flow */
     fc_params fcp;
     uint32_t chan_rr;    /* round-robin start for channel pulls */
+    uint64_t ka_next;    /* next keepalive tick, 0 = not armed */
+    uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
+    uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
     uint32_t crc_table[256];
 };
 
@@ -414,6 +420,9 @@ qout *out_alloc(quay_engine *e);
 /** Declare `peer` failed: abandon its packets, complete every request that
  *  depends on it with QUAY_EPEER; other peers are untouched. */
 void engine_peer_failed(quay_engine *e, int32_t peer);
+/* The peer whose failure would fail request r (its specific source, its
+ * destination, its transfer partner), or -1 (ANY_SOURCE, self, done). */
+int32_t req_waits_on(const quay_engine *e, const quay_req *r);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

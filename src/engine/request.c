@@ -35,6 +35,7 @@ quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
     if (c != NULL)
         c->nreqs++;
     e->reqs_used++;
+    e->reqs_allocs++;
     return r;
 }
 

@@ -157,6 +157,9 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
     } else {
         fc_rx_take_ack(&ps->rx, &ack);
     }
+    if (ps->probe_due)
+        flags |= CHAN_F_PING; /* keepalive: the peer answers any frame */
+    ps->ping_owed = 0;        /* this frame answers its ping */
     if (e->flow == QUAY_FLOW_CREDIT) {
         /* Every frame carries our current grant (a NACK's seq is its ack
          * field, so the field is free). */
@@ -200,7 +203,7 @@ static int peer_may_send_new(const quay_engine *e, const peer_state *ps)
 /* Something to say that needs no sequence number: ACK, NACK, grant, probe. */
 static int peer_owes_frame(const quay_engine *e, const peer_state *ps)
 {
-    return fc_rx_owes(&ps->rx) || credit_owed(e, ps) || ps->probe_due;
+    return fc_rx_owes(&ps->rx) || credit_owed(e, ps) || ps->probe_due || ps->ping_owed;
 }
 
 static int peer_has_work(const quay_engine *e, const peer_state *ps)
@@ -259,7 +262,6 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         /* Nothing to piggyback on: an ACK-only packet (also a grant or a
          * probe), never acknowledged, released at its op_done; it takes no
          * sequence number and so no credit. */
-        ps->probe_due = 0;
         qout *o = out_alloc(e);
         o->peer = p;
         o->framed = 1;
@@ -267,6 +269,7 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         o->pkt = 0;
         o->hdr_len = 0;
         write_frame(e, o, CHAN_ACK, 0);
+        ps->probe_due = 0; /* written into this frame as PING */
         e->st.acks_only++;
         transmit(e, o, a);
         return 1;
@@ -357,8 +360,11 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     else if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
         return QUAY_EPROTO;
     fc_tx_heard(&ps->tx); /* an intact frame: the peer is alive */
+    ps->heard = 1;
     ps->probes = 0;
     ps->probe_rto = e->fcp.rto_init_ns;
+    if (flags & CHAN_F_PING)
+        ps->ping_owed = 1;
 
     /* What the peer says about our packets to it. */
     uint32_t from, to;
@@ -453,8 +459,75 @@ static int credit_probe(quay_engine *e, peer_state *ps)
     return 1;
 }
 
+/* ---- keepalive ------------------------------------------------------------------ */
+
+/* A peer we only wait on (a receive posted for it, a send waiting for its
+ * CTS) has no retransmission timer: if it dies, nothing would notice. So
+ * every keepalive interval, each peer some request waits on and that said
+ * nothing since the last tick is pinged (a PING frame, which it answers);
+ * retry_limit unanswered pings fail it. The scan of the request pool runs
+ * only at ticks, off the message path. */
+static uint64_t ka_interval(const quay_engine *e)
+{
+    uint64_t i = e->fcp.rto_max_ns / 8;
+    return i < e->fcp.rto_init_ns ? e->fcp.rto_init_ns : i;
+}
+
+/* Armed while requests exist, except after a tick found none waiting on a
+ * peer and no request was made since (a request only starts waiting on a
+ * peer when it is made, or by a transfer whose own packets are timed). */
+static int ka_armed(const quay_engine *e)
+{
+    return e->reqs_used != 0 && (e->ka_next != 0 || e->reqs_allocs != e->ka_idle_at);
+}
+
+static void keepalive(quay_engine *e)
+{
+    if (!ka_armed(e)) {
+        e->ka_next = 0;
+        return;
+    }
+    if (e->ka_next == 0) {
+        e->ka_next = e->now + ka_interval(e);
+        return;
+    }
+    if (e->now < e->ka_next)
+        return;
+    for (int32_t p = 0; p < e->nranks; p++)
+        e->peers[p].ka_wanted = 0;
+    int any = 0;
+    for (uint32_t i = 0; i < e->nreqs; i++) {
+        int32_t p = req_waits_on(e, &e->reqs[i]);
+        if (p >= 0 && !e->peers[p].failed) {
+            e->peers[p].ka_wanted = 1;
+            any = 1;
+        }
+    }
+    if (!any) {
+        e->ka_next = 0;
+        e->ka_idle_at = e->reqs_allocs;
+        return;
+    }
+    e->ka_next = e->now + ka_interval(e);
+    for (int32_t p = 0; p < e->nranks; p++) {
+        peer_state *ps = &e->peers[p];
+        if (p == e->rank || ps->failed)
+            continue;
+        if (ps->ka_wanted && !ps->heard) {
+            if (++ps->probes > e->fcp.retry_limit) {
+                engine_peer_failed(e, p);
+                continue;
+            }
+            ps->probe_due = 1;
+            e->st.pings++;
+        }
+        ps->heard = 0;
+    }
+}
+
 void chan_on_time(quay_engine *e)
 {
+    keepalive(e);
     for (int32_t p = 0; p < e->nranks; p++) {
         peer_state *ps = &e->peers[p];
         if (p == e->rank || ps->failed)
@@ -468,6 +541,8 @@ void chan_on_time(quay_engine *e)
 uint64_t chan_deadline(const quay_engine *e)
 {
     uint64_t d = QUAY_TIME_NONE;
+    if (ka_armed(e))
+        d = e->ka_next != 0 ? e->ka_next : e->now + ka_interval(e);
     for (int32_t p = 0; p < e->nranks; p++) {
         if (p == e->rank || e->peers[p].failed)
             continue;

@@ -8,6 +8,7 @@
  *   2  u16 flags: bit 0 NACK (the             (send seqs before it); else
  *          ack field is also refused),        the NACKed seq (= ack) or 0
  *          bit 1 CREDIT, bit 2 BLOCKED 16  u32 CRC32C of the whole packet,
+ *          bit 3 PING (answer me)
  *   4  u32 seq (DATA)                          computed with this field 0
  *
  * followed, for DATA, by the engine packet. The sender keeps each packet
@@ -27,7 +28,8 @@
 #define CHAN_F_NACK 0x1u
 #define CHAN_F_CREDIT 0x2u  /* field 12 is the credit limit (QUAY_FLOW_CREDIT) */
 #define CHAN_F_BLOCKED 0x4u /* the sender is out of credit (credit mode) */
-#define CHAN_F_ALL (CHAN_F_NACK | CHAN_F_CREDIT | CHAN_F_BLOCKED)
+#define CHAN_F_PING 0x8u    /* answer this frame (keepalive probe) */
+#define CHAN_F_ALL (CHAN_F_NACK | CHAN_F_CREDIT | CHAN_F_BLOCKED | CHAN_F_PING)
 
 /** Set up per-peer channels (engine creation). */
 void chan_init(quay_engine *e);
