@@ -455,7 +455,15 @@ QUAY_API int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes,
  */
 QUAY_API int quay_on_op_done(quay_engine *e, uint64_t token, int status);
 
-/** Tell the engine the time (ns, non-decreasing); runs due timers. */
+/**
+ * Tell the engine the time (ns, any monotonic clock; a smaller value than
+ * before is ignored) and run what is due: retransmissions, credit probes,
+ * keepalive pings, peer-failure detection (flow control only; without it
+ * the engine keeps no timers). Call it at least when quay_next_deadline
+ * has passed; calling it on every pump iteration is cheap and keeps the
+ * round-trip estimate accurate, since the engine knows the time only
+ * through this call. Returns 0 or a fatal code.
+ */
 QUAY_API int quay_on_time(quay_engine *e, uint64_t now_ns);
 
 /** Earliest time the engine wants quay_on_time, or QUAY_TIME_NONE. */
