@@ -469,6 +469,35 @@ QUAY_API int quay_on_time(quay_engine *e, uint64_t now_ns);
 /** Earliest time the engine wants quay_on_time, or QUAY_TIME_NONE. */
 QUAY_API uint64_t quay_next_deadline(const quay_engine *e);
 
+/*
+ * Channel quiesce (flow control only), PM's context-switch steps C1-C4:
+ * quiesce stops every new packet to other ranks (C1: they wait, built or
+ * not, and nothing is lost); retransmissions, ACKs, NACKs, credit grants
+ * and keepalive answers go on, so the channel drains (C2-C4). Poll
+ * quay_channel_is_stable; once every rank is stable (C5, a synchronisation
+ * outside quay) nothing of this engine's is in flight. resume (C8) lets
+ * the queued packets go. Calls, arrivals and self traffic keep working
+ * while quiesced. Saving and restoring the channel (C6, C7) is not here yet.
+ */
+
+/** Stop new packets to other ranks. QUAY_ESTATE without flow control. */
+QUAY_API int quay_channel_quiesce(quay_engine *e);
+
+/** Send again what quiesce held back. QUAY_ESTATE without flow control. */
+QUAY_API int quay_channel_resume(quay_engine *e);
+
+/**
+ * 1 when quiesced and stable: for every live peer, every packet sent is
+ * acknowledged, no ACK, NACK, grant or ping answer is owed, and the
+ * adapter holds no transmission (every SEND op_done'd); 0 otherwise (also
+ * when not quiesced); QUAY_ESTATE without flow control. PM also counts a
+ * NACKed message as settled ("known to need retransmission"); quay does
+ * not, because on a network that loses and duplicates, a copy of it or of
+ * a later one may still be on the wire. So a receiver that keeps refusing
+ * (full) keeps its senders unstable until it takes the message.
+ */
+QUAY_API int quay_channel_is_stable(const quay_engine *e);
+
 /** Action kinds. */
 typedef enum quay_action_kind {
     QUAY_ACT_SEND = 1,     /**< send iov[0..iovcnt) to `peer` as one packet */

@@ -301,6 +301,7 @@ struct quay_engine {
     fc_params fcp;
     uint32_t chan_rr;    /* round-robin start for channel pulls */
     uint64_t ka_next;    /* next keepalive tick, 0 = not armed */
+    uint8_t quiesced;    /* quay_channel_quiesce: no new packets out */
     uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
     uint32_t crc_table[256];

@@ -196,7 +196,7 @@ static int peer_may_send(const quay_engine *e, const peer_state *ps)
 /* A new packet may take a sequence number now. */
 static int peer_may_send_new(const quay_engine *e, const peer_state *ps)
 {
-    return ps->pend_head != NULL && fc_tx_can_send_new(&ps->tx, &e->fcp) &&
+    return !e->quiesced && ps->pend_head != NULL && fc_tx_can_send_new(&ps->tx, &e->fcp) &&
            (e->flow != QUAY_FLOW_CREDIT || fc_seq_lt(ps->tx.next, ps->credit_limit));
 }
 
@@ -568,4 +568,51 @@ void chan_abandon(quay_engine *e, int32_t peer)
         o->failed = 1;
         maybe_release(e, o);
     }
+}
+
+/* ---- quiesce (context switch C1-C4, C8) ---------------------------------------------- */
+
+int quay_channel_quiesce(quay_engine *e)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (!e->flow)
+        return QUAY_ESTATE;
+    e->quiesced = 1;
+    return 0;
+}
+
+int quay_channel_resume(quay_engine *e)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (!e->flow)
+        return QUAY_ESTATE;
+    e->quiesced = 0;
+    return 0;
+}
+
+int quay_channel_is_stable(const quay_engine *e)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    if (!e->flow)
+        return QUAY_ESTATE;
+    if (!e->quiesced)
+        return 0;
+    for (int32_t p = 0; p < e->nranks; p++) {
+        const peer_state *ps = &e->peers[p];
+        if (p == e->rank || ps->failed)
+            continue;
+        if (ps->unack_head != NULL || peer_owes_frame(e, ps))
+            return 0;
+    }
+    /* ACK-only frames live until their op_done; data until acknowledged
+     * (checked above) and op_done'd. */
+    for (uint32_t i = 0; i < e->nouts; i++) {
+        const qout *o = &e->outs[i];
+        if (o->in_use && o->framed && o->refs != 0)
+            return 0;
+    }
+    return 1;
 }
