@@ -103,6 +103,19 @@ int scn_runner_faults_active(const scn_runner *r);
 void scn_runner_set_flow(scn_runner *r, int mode);
 /** Parse "none" / "acknack" / "credit" into a QUAY_FLOW_* value; 0 or -1. */
 int scn_flow_parse(const char *text, int *mode);
+/**
+ * Context switches (flow control only): when on, quiescing a rank
+ * (quay_channel_quiesce) and resuming a quiesced rank once
+ * quay_channel_is_stable says so are scheduler choices too. While a rank is
+ * quiesced, a DATA frame with a sequence number it had not used before
+ * fails the run. A quiesced rank that never becomes stable because nothing
+ * else can happen (its peer refuses until it gets what the quiesced rank
+ * holds back) is resumed anyway and counted apart.
+ */
+void scn_runner_set_switches(scn_runner *r, int on);
+/** Completed switches / forced resumes of the last run. */
+uint64_t scn_runner_switches(const scn_runner *r, uint64_t *forced);
+
 /** Retransmission timers fired in the last run. */
 uint64_t scn_runner_timer_fires(const scn_runner *r);
 

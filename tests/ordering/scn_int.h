@@ -220,6 +220,9 @@ typedef struct rank_rt {
     unsigned char *arena;
     unsigned char *attach_buf;
     int attached;
+    int quiesced;          /* context switch in progress (flow control) */
+    int32_t seq_hi[SCN_MAX_RANKS]; /* highest channel seq sent to each peer
+                                      (-1: none), frozen while quiesced */
     uint32_t *idmap_key;   /* open addressing: req id -> slot + 1 */
     int *idmap_val;
     uint32_t idmap_cap;    /* power of two */
@@ -231,6 +234,7 @@ typedef struct chooser {
     uint32_t wrank[SCN_MAX_RANKS];
     uint32_t wpull, wdeliver, wopdone;
     uint32_t wtimer; /* firing a due retransmission timer */
+    uint32_t wswitch;/* quiescing a rank / resuming a stable one */
     const uint32_t *script;
     size_t nscript;
     /* recording (exhaustive) */
@@ -276,10 +280,18 @@ struct scn_runner {
     uint64_t engine_rejects; /* packets the engines rejected (flow: only
                                 corrupted ones may be) */
     uint64_t retransmits, nacks, dups_dropped; /* engines' flow counters */
+    int switches_on;          /* scn_runner_set_switches */
+    uint64_t switches;        /* quiesce -> stable -> resume, last run */
+    uint64_t switches_forced; /* resumed unstable: nothing else could move */
+    int qjumps;               /* clock jumps while a rank is quiesced */
 };
 
 /* Virtual time: every scheduler step is this many ns. */
 #define SCN_NS_PER_STEP 1000u
+
+/* A SEND event: fail the run if a quiesced rank sent a new channel seq. */
+void scn_check_quiesced_send(scn_runner *run, int32_t rank, int32_t peer,
+                             const void *data, uint64_t len);
 
 /* The clock of the current run, in ns. */
 uint64_t scn_now_ns(const scn_runner *run);

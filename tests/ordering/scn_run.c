@@ -72,6 +72,8 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->timer_fires = 0;
     run->engine_rejects = 0;
     run->retransmits = run->nacks = run->dups_dropped = 0;
+    run->switches = run->switches_forced = 0;
+    run->qjumps = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
         /* Timeouts from "fires while the ACK is on its way" to "only when
@@ -125,6 +127,9 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         rk->call_slot = -1;
         rk->ndefer = 0;
         rk->attached = 0;
+        rk->quiesced = 0;
+        for (i = 0; i < SCN_MAX_RANKS; i++)
+            rk->seq_hi[i] = -1;
         run->outstanding[r] = 0;
         for (i = 0; i < (int)rk->idmap_cap; i++)
             rk->idmap_val[i] = -1;
@@ -212,6 +217,7 @@ static void chooser_seed(chooser *ch, uint64_t seed, int nranks)
     {
         uint64_t y = seed ^ 0x2545f4914f6cdd1dull; /* keeps rng's stream */
         ch->wtimer = 1u << (nicsim_splitmix64(&y) % 6);
+        ch->wswitch = 1u << (nicsim_splitmix64(&y) % 3);
     }
     ch->depth = 0;
 }
@@ -237,13 +243,13 @@ static int chooser_record(chooser *ch, uint32_t taken, uint32_t width)
     return 0;
 }
 
-/* Index in [0, nprog + npull + ndel + nopd + ntimer). */
+/* Index in [0, nprog + npull + ndel + nopd + ntimer + nswitch). */
 static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
                       uint32_t npull, uint32_t ndel, uint32_t nopd,
-                      uint32_t ntimer)
+                      uint32_t ntimer, uint32_t nswitch)
 {
     chooser *ch = &run->ch;
-    uint32_t width = nprog + npull + ndel + nopd + ntimer;
+    uint32_t width = nprog + npull + ndel + nopd + ntimer + nswitch;
     uint64_t total = 0, x;
     uint32_t i;
     if (ch->script_mode) {
@@ -269,6 +275,8 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
         total += ch->wopdone;
     if (ntimer)
         total += ch->wtimer;
+    if (nswitch)
+        total += ch->wswitch;
     x = xbelow(ch->rng, (uint32_t)total);
     for (i = 0; i < nprog; i++) {
         if (x < ch->wrank[ranks[i]])
@@ -288,8 +296,100 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
     if (nopd) {
         if (x < ch->wopdone)
             return nprog + npull + ndel + xbelow(ch->rng, nopd);
+        x -= ch->wopdone;
     }
-    return nprog + npull + ndel + nopd + xbelow(ch->rng, ntimer);
+    if (ntimer) {
+        if (x < ch->wtimer)
+            return nprog + npull + ndel + nopd + xbelow(ch->rng, ntimer);
+    }
+    return nprog + npull + ndel + nopd + ntimer + xbelow(ch->rng, nswitch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Context switches (flow control)                                      */
+/* ------------------------------------------------------------------ */
+
+/* Switch choices: quiesce a running rank (rarely: 1 in 64 steps' worth
+ * of weight is plenty), or resume a quiesced one that is stable. */
+static uint32_t switch_choices(scn_runner *run, int *ranks)
+{
+    uint32_t n = 0;
+    int r;
+    if (!run->switches_on || run->flow == QUAY_FLOW_NONE || run->ch.script_mode)
+        return 0;
+    for (r = 0; r < run->s->nranks; r++) {
+        const rank_rt *rk = &run->rk[r];
+        if (rk->quiesced ? quay_channel_is_stable(rk->e) == 1
+                         : (run->step % 64) == (uint64_t)r)
+            ranks[n++] = r;
+    }
+    return n;
+}
+
+static void do_switch(scn_runner *run, int r, int forced)
+{
+    rank_rt *rk = &run->rk[r];
+    int rc;
+    run->qjumps = 0;
+    if (!rk->quiesced) {
+        rc = quay_channel_quiesce(rk->e);
+        rk->quiesced = 1;
+    } else {
+        rc = quay_channel_resume(rk->e);
+        rk->quiesced = 0;
+        if (forced)
+            run->switches_forced++;
+        else
+            run->switches++;
+        nicsim_touch(run->sim, r); /* held packets may go now */
+    }
+    if (run->trace != NULL)
+        fprintf(run->trace, "step %" PRIu64 " rank %d: %s%s\n", run->step, r,
+                rk->quiesced ? "quiesce" : "resume", forced ? " (not stable)" : "");
+    if (rc != 0)
+        scn_fail(run, "rank %d: quiesce/resume: %s", r, scn_errname(rc));
+}
+
+static int any_quiesced(const scn_runner *run)
+{
+    int r;
+    for (r = 0; r < run->s->nranks; r++)
+        if (run->rk[r].quiesced)
+            return 1;
+    return 0;
+}
+
+/* Nothing else can move: resume a quiesced rank (its switch cannot
+ * complete). Returns 1 if one was resumed. */
+static int force_resume(scn_runner *run)
+{
+    int r;
+    for (r = 0; r < run->s->nranks; r++)
+        if (run->rk[r].quiesced) {
+            do_switch(run, r, 1);
+            return 1;
+        }
+    return 0;
+}
+
+void scn_check_quiesced_send(scn_runner *run, int32_t rank, int32_t peer,
+                             const void *data, uint64_t len)
+{
+    rank_rt *rk;
+    const unsigned char *b = data;
+    int32_t seq;
+    if (run->flow == QUAY_FLOW_NONE || rank < 0 || rank >= run->s->nranks ||
+        peer < 0 || peer >= run->s->nranks || len < 8 || b[1] != 1 /* DATA */)
+        return;
+    rk = &run->rk[rank];
+    seq = (int32_t)((uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+                    (uint32_t)b[7] << 24);
+    if (seq <= rk->seq_hi[peer])
+        return; /* a retransmission */
+    if (rk->quiesced)
+        scn_fail(run, "rank %d sent new seq %d to %d while quiesced", rank,
+                 seq, peer);
+    rk->seq_hi[peer] = seq;
 }
 
 /* ------------------------------------------------------------------ */
@@ -476,13 +576,13 @@ static void end_of_run(scn_runner *run)
 static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
 {
     const scn *s = run->s;
-    int ranks[SCN_MAX_RANKS], timers[SCN_MAX_RANKS];
+    int ranks[SCN_MAX_RANKS], timers[SCN_MAX_RANKS], sw[SCN_MAX_RANKS];
     if (setup(run, seed, auto_pull) != 0) {
         teardown(run);
         return -1;
     }
     while (!run->failed) {
-        uint32_t nprog = 0, npull, ndel, nopd, ntimer;
+        uint32_t nprog = 0, npull, ndel, nopd, ntimer, nswitch;
         int r, all_done = 1;
         int64_t c;
         for (r = 0; r < s->nranks; r++) {
@@ -494,9 +594,24 @@ static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
         }
         nicsim_enabled_detail(run->sim, &npull, &ndel, &nopd);
         ntimer = due_timers(run, timers);
-        if ((all_done || nprog == 0) && npull + ndel + nopd + ntimer == 0 &&
-            jump_to_deadline(run))
-            continue; /* only a retransmission timer can move things */
+        nswitch = switch_choices(run, sw);
+        if ((all_done || nprog == 0) && npull + ndel + nopd + ntimer == 0) {
+            /* Only time can move things: let it (retransmissions drain a
+             * quiesced rank), but a switch still stuck after a few jumps
+             * cannot complete (its peers wait for what it holds back). */
+            if (run->qjumps >= 8 && force_resume(run)) {
+                run->qjumps = 0;
+                continue;
+            }
+            if (jump_to_deadline(run)) {
+                run->qjumps += any_quiesced(run);
+                continue;
+            }
+            if (force_resume(run))
+                continue;
+        }
+        if (all_done && npull + ndel + nopd + ntimer == 0)
+            nswitch = 0; /* only switches left: the run is over */
         if (all_done && npull + ndel + nopd + ntimer == 0) {
             if (!nicsim_idle(run->sim))
                 deadlock(run, "deadlock: packets in flight are all deferred");
@@ -512,12 +627,14 @@ static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
             deadlock(run, "livelock: step limit reached");
             break;
         }
-        c = choose(run, ranks, nprog, npull, ndel, nopd, ntimer);
+        c = choose(run, ranks, nprog, npull, ndel, nopd, ntimer, nswitch);
         if (c < 0)
             break;
         run->step++;
         if (c < (int64_t)nprog) {
             scn_exec_op(run, ranks[c]);
+        } else if (c >= (int64_t)(nprog + npull + ndel + nopd + ntimer)) {
+            do_switch(run, sw[c - (nprog + npull + ndel + nopd + ntimer)], 0);
         } else if (c >= (int64_t)(nprog + npull + ndel + nopd)) {
             fire_timer(run, timers[c - (nprog + npull + ndel + nopd)]);
         } else {
@@ -644,6 +761,18 @@ int scn_runner_faults_active(const scn_runner *run)
 void scn_runner_set_flow(scn_runner *run, int mode)
 {
     run->flow_override = mode;
+}
+
+void scn_runner_set_switches(scn_runner *run, int on)
+{
+    run->switches_on = on;
+}
+
+uint64_t scn_runner_switches(const scn_runner *run, uint64_t *forced)
+{
+    if (forced != NULL)
+        *forced = run->switches_forced;
+    return run->switches;
 }
 
 uint64_t scn_runner_timer_fires(const scn_runner *run)

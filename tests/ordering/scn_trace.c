@@ -430,6 +430,9 @@ void scn_on_sim_event(void *ctx, const nicsim_event *ev)
         scn_fail(run, "rank %d: nicsim error %s (peer %d)", ev->rank,
                  scn_errname(ev->rc), ev->peer);
         break;
+    case NICSIM_EV_SEND:
+        scn_check_quiesced_send(run, ev->rank, ev->peer, ev->data, ev->len);
+        break;
     default:
         break;
     }

@@ -13,6 +13,8 @@
  *   --flow none|acknack|credit  flow control for every scenario, replacing its
  *       `config flow=` (acknack: retransmission timers on a virtual
  *       clock; see scn.h scn_runner_set_flow).
+ *   --switches  with flow control: context switches (quiesce, stable,
+ *       resume) at random points (scn.h scn_runner_set_switches).
  *
  * On the first failure it prints the scenario, the seed (or the choice
  * script) and the trace of that run, as TAP comments, and stops.
@@ -30,7 +32,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
             "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] "
-            "file.scn ...\n");
+            "[--switches] file.scn ...\n");
 }
 
 static int parse_num(const char *v, uint64_t *out)
@@ -84,7 +86,7 @@ int main(int argc, char **argv)
     const char *env = getenv("QUAY_SEEDS");
     const char *files[256];
     const char *faults = NULL;
-    int flow = -1;
+    int flow = -1, switches = 0;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -107,6 +109,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
             if (scn_flow_parse(argv[++i], &flow) != 0)
                 return usage(), 2;
+        } else if (strcmp(argv[i], "--switches") == 0) {
+            switches = 1;
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
             exhaustive = 1;
         } else if (argv[i][0] == '-') {
@@ -154,6 +158,7 @@ int main(int argc, char **argv)
             break;
         }
         scn_runner_set_flow(r, flow);
+        scn_runner_set_switches(r, switches);
         fault_arg[0] = '\0';
         if (scn_runner_faults_active(r)) {
             scn_runner_faults_text(r, err, sizeof err);
@@ -194,7 +199,7 @@ int main(int argc, char **argv)
             uint64_t n_rcancel = 0, n_np = 0, n_trunc = 0, n_defer = 0;
             /* faults the runs went through, summed */
             uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
-            uint64_t f_retx = 0, f_nack = 0, n_nack = 0;
+            uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
@@ -212,6 +217,11 @@ int main(int argc, char **argv)
                 f_retx += oc.retransmits;
                 f_nack += oc.nacks;
                 n_nack += oc.nacks != 0;
+                {
+                    uint64_t forced = 0;
+                    f_sw += scn_runner_switches(r, &forced);
+                    f_swf += forced;
+                }
                 n_unexp += oc.matched_unexpected != 0;
                 n_posted += oc.matched_posted != 0;
                 n_scancel += oc.sends_cancelled != 0;
@@ -236,6 +246,10 @@ int main(int argc, char **argv)
                        " NACKs (in %" PRIu64 " runs)\n",
                        f_drop, f_dup, f_corrupt, f_timer, f_retx, f_nack,
                        n_nack);
+            if (rc == 0 && switches)
+                printf("# context switches: %" PRIu64 " quiesce -> stable -> resume, "
+                       "%" PRIu64 " resumed unstable (nothing else could move)\n",
+                       f_sw, f_swf);
             secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (rc == 0) {
                 printf("ok %d - %s: %" PRIu64 " seeds, %" PRIu64
