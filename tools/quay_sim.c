@@ -14,6 +14,7 @@
  *       are printed after the summary.
  *   --flow none|acknack|credit  flow control (replaces the scenario's
  *       `config flow=`); acknack is needed to survive drop / dup / corrupt.
+ *   --switches  with flow control: context switches at random points.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
  * The scenario language: tests/ordering/README.md.
@@ -29,8 +30,8 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--trace] "
-            "scenario.scn\n");
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--switches] "
+            "[--trace] scenario.scn\n");
     return 2;
 }
 
@@ -65,7 +66,7 @@ static void print_net(const scn_runner *r)
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, seeds = 1, max_runs = 2000000, k;
-    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1;
+    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1, switches = 0;
     const char *file = NULL, *faults = NULL;
     char err[512];
     scn *s;
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
             if (scn_flow_parse(argv[++i], &flow) != 0)
                 return usage();
+        } else if (strcmp(argv[i], "--switches") == 0) {
+            switches = 1;
         } else if (strcmp(argv[i], "--trace") == 0) {
             trace = 1;
         } else if (strcmp(argv[i], "--exhaustive") == 0) {
@@ -116,6 +119,7 @@ int main(int argc, char **argv)
         return 2;
     }
     scn_runner_set_flow(r, flow);
+    scn_runner_set_switches(r, switches);
     memset(&o, 0, sizeof o);
 
     if (exhaustive) {

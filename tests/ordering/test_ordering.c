@@ -165,6 +165,9 @@ int main(int argc, char **argv)
             printf("# %s: faults %s\n", scn_name(s), err);
             snprintf(fault_arg, sizeof fault_arg, " --faults %s", err);
         }
+        if (switches)
+            snprintf(fault_arg + strlen(fault_arg),
+                     sizeof fault_arg - strlen(fault_arg), " --switches");
         if (flow >= 0)
             snprintf(fault_arg + strlen(fault_arg),
                      sizeof fault_arg - strlen(fault_arg), " --flow %s",
