@@ -94,22 +94,9 @@ static int msg_check(const uint8_t *b, size_t n, int s, uint32_t i)
     return memcmp(b, want, n) == 0;
 }
 
-/* Run timers at the earliest deadline; 0 if none. */
 static int tick(void)
 {
-    uint64_t d = QUAY_TIME_NONE;
-    for (int r = 0; r < T.n; r++) {
-        uint64_t x = quay_next_deadline(T.e[r]);
-        if (x < d)
-            d = x;
-    }
-    if (d == QUAY_TIME_NONE)
-        return 0;
-    if (d > now_ns)
-        now_ns = d;
-    for (int r = 0; r < T.n; r++)
-        quay_on_time(T.e[r], now_ns);
-    return 1;
+    return tn_tick(&T, &now_ns);
 }
 
 static uint64_t peak_bytes, peak_msgs;

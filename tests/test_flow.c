@@ -29,33 +29,14 @@ static void setup(int n)
 
 static uint64_t now_ns;
 
-/* Advance time to the earliest deadline of any engine and run timers. */
 static int tick(void)
 {
-    uint64_t d = QUAY_TIME_NONE;
-    for (int r = 0; r < T.n; r++) {
-        uint64_t x = quay_next_deadline(T.e[r]);
-        if (x < d)
-            d = x;
-    }
-    if (d == QUAY_TIME_NONE)
-        return 0;
-    if (d > now_ns)
-        now_ns = d;
-    for (int r = 0; r < T.n; r++)
-        quay_on_time(T.e[r], now_ns);
-    return 1;
+    return tn_tick(&T, &now_ns);
 }
 
-/* Pump, running timers whenever the network goes quiet, until nothing is
- * pending anywhere (bounded). */
 static void settle(void)
 {
-    for (int i = 0; i < 1000; i++) {
-        tn_pump(&T);
-        if (!tick())
-            return;
-    }
+    tn_settle(&T, &now_ns, 1000);
 }
 
 static void check_clean(void)

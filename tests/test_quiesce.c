@@ -33,29 +33,12 @@ static void setup(int n, uint32_t flow)
 
 static int tick(void)
 {
-    uint64_t d = QUAY_TIME_NONE;
-    for (int r = 0; r < T.n; r++) {
-        uint64_t x = quay_next_deadline(T.e[r]);
-        if (x < d)
-            d = x;
-    }
-    if (d == QUAY_TIME_NONE)
-        return 0;
-    if (d > now_ns)
-        now_ns = d;
-    for (int r = 0; r < T.n; r++)
-        quay_on_time(T.e[r], now_ns);
-    return 1;
+    return tn_tick(&T, &now_ns);
 }
 
 static void settle(void)
 {
-    for (int i = 0; i < 2000; i++) {
-        tn_pump(&T);
-        if (!tick())
-            break;
-    }
-    tn_pump(&T); /* what the last timers owed (keepalive pings) goes out */
+    tn_settle(&T, &now_ns, 2000);
 }
 
 /* Sequence numbers handed out to peer p so far (white-box: nothing new

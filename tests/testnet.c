@@ -159,6 +159,33 @@ int tn_pump(testnet *t)
     }
 }
 
+int tn_tick(testnet *t, uint64_t *now)
+{
+    uint64_t d = QUAY_TIME_NONE;
+    for (int r = 0; r < t->n; r++) {
+        uint64_t x = quay_next_deadline(t->e[r]);
+        if (x < d)
+            d = x;
+    }
+    if (d == QUAY_TIME_NONE)
+        return 0;
+    if (d > *now)
+        *now = d;
+    for (int r = 0; r < t->n; r++)
+        quay_on_time(t->e[r], *now);
+    return 1;
+}
+
+void tn_settle(testnet *t, uint64_t *now, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        tn_pump(t);
+        if (!tn_tick(t, now))
+            break;
+    }
+    tn_pump(t);
+}
+
 int tn_find(const testnet *t, int pkt)
 {
     for (int i = 0; i < t->nq; i++)

@@ -57,6 +57,13 @@ void tn_dup(testnet *t, int i);
 void tn_done_all(testnet *t);
 /** Pull and deliver in FIFO order until nothing moves; returns steps. */
 int tn_pump(testnet *t);
+/** Advance *now to the earliest deadline of any engine (if later) and
+ *  run quay_on_time on every engine. Returns 0 when no engine has one. */
+int tn_tick(testnet *t, uint64_t *now);
+/** Pump, running timers (tn_tick) whenever the network is quiet, until no
+ *  deadline is left or `rounds` rounds; then pump once more so that what
+ *  the last timers owed (pings, retransmissions) goes out. */
+void tn_settle(testnet *t, uint64_t *now, int rounds);
 /** Index of the first in-flight packet of type `pkt` (or any if 0), or -1. */
 int tn_find(const testnet *t, int pkt);
 /** Type of in-flight packet i. */
