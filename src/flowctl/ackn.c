@@ -71,7 +71,7 @@ int fc_tx_resend_due(fc_tx *t, uint32_t *seq)
 }
 
 /* Free [una, upto) and record progress: the peer is alive and moving. */
-static void ackn_advance(fc_tx *t, const fc_params *p, uint32_t upto,
+static void ackn_advance(fc_tx *t, uint32_t upto,
                          uint64_t now_ns, uint32_t *freed_from,
                          uint32_t *freed_to)
 {
@@ -80,7 +80,6 @@ static void ackn_advance(fc_tx *t, const fc_params *p, uint32_t upto,
     t->una = upto;
     if (fc_seq_lt(t->resend, upto))
         t->resend = upto;  /* never retransmit what is known received */
-    (void)p;
     t->retries = 0;
     t->stuck = 0;
     /* After an expiry the round trip may have grown past rto_base; until a
@@ -103,7 +102,7 @@ int fc_tx_on_ack(fc_tx *t, const fc_params *p, uint32_t ack, uint64_t now_ns,
         return FC_ESTATE;          /* acknowledges what was never sent */
     if (fc_seq_le(ack, t->una))
         return 0;                  /* stale or repeated: nothing new */
-    ackn_advance(t, p, ack, now_ns, freed_from, freed_to);
+    ackn_advance(t, ack, now_ns, freed_from, freed_to);
     /* In NOT_TO_SEND una was the NACKed message; ack > una covers it. */
     t->state = FC_TX_NORMAL;
     return 0;
@@ -120,7 +119,7 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
         return FC_ESTATE;          /* refuses what was never sent */
     if (fc_seq_lt(k, t->una))
         return 0;                  /* stale: k was acknowledged since */
-    ackn_advance(t, p, k, now_ns, freed_from, freed_to);
+    ackn_advance(t, k, now_ns, freed_from, freed_to);
     /* The peer answered, but it may still be the deadline that has to
      * bring k back if this retransmission or the next NACK is lost: the
      * timer stays armed (ackn_advance left una != next). */
