@@ -94,6 +94,7 @@ static void ackn_advance(fc_tx *t, uint32_t upto,
 int fc_tx_on_ack(fc_tx *t, const fc_params *p, uint32_t ack, uint64_t now_ns,
                  uint32_t *freed_from, uint32_t *freed_to)
 {
+    (void)p; /* the timeout after progress lives in t (rto_base) */
     *freed_from = t->una;
     *freed_to = t->una;
     if (t->failed)
@@ -111,6 +112,7 @@ int fc_tx_on_ack(fc_tx *t, const fc_params *p, uint32_t ack, uint64_t now_ns,
 int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
                   uint32_t *freed_from, uint32_t *freed_to)
 {
+    (void)p; /* the timeout after progress lives in t (rto_base) */
     *freed_from = t->una;
     *freed_to = t->una;
     if (t->failed)
