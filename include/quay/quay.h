@@ -95,6 +95,12 @@ extern "C" {
 #define QUAY_EVERSION (-214)
 /** Requested feature or mode is not supported by this engine / transport. */
 #define QUAY_ENOTSUP (-215)
+/** quay_engine_restore: the blob is damaged (checksum, truncation, or a
+ *  structure that quay_engine_save cannot have written). Nothing changed. */
+#define QUAY_ECORRUPT (-216)
+/** quay_engine_restore: the blob is intact but was saved by another kind
+ *  of engine (another rank, world size, channel or configuration). */
+#define QUAY_EFOREIGN (-217)
 
 /** Codes at or below this are fatal: the engine must be freed. */
 #define QUAY_ERR_FATAL (-500)
@@ -166,7 +172,7 @@ enum {
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
 };
 
-#define QUAY_CONFIG_VERSION 2
+#define QUAY_CONFIG_VERSION 3
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -243,7 +249,17 @@ typedef struct quay_config {
      *  bounds: min(flow_window, max_unexpected / (nranks - 1),
      *  unexpected_bytes_max / eager_max / (nranks - 1)), at least 1. */
     uint32_t flow_credits;
+    /** Logical channels on this engine, 1..QUAY_MAX_CHANNELS (e.g. a
+     *  "system" and a "user" channel, PM's channels): each has its own
+     *  pools (sized by this config), communicators, sequence spaces and
+     *  flow control, and can be quiesced, saved and restored on its own
+     *  (context switch) while the others run. More than one needs flow
+     *  control (the frame carries the channel). Default 1. */
+    uint32_t channels;
 } quay_config;
+
+/** Most channels an engine may have (quay_config.channels). */
+#define QUAY_MAX_CHANNELS 8
 
 /** Flow-control policies (quay_config.flow), docs/flowctl.md. */
 enum {
@@ -297,6 +313,20 @@ QUAY_API void quay_engine_free(quay_engine *e);
 /** This engine's world rank / world size. */
 QUAY_API int32_t quay_engine_rank(const quay_engine *e);
 QUAY_API int32_t quay_engine_size(const quay_engine *e);
+
+/**
+ * Handle of channel `ch` (0 <= ch < cfg.channels) of engine `e`; channel 0
+ * is `e` itself. NULL if out of range. A channel handle is a quay_engine *
+ * for every call that concerns the program: communicators, sends,
+ * receives, buffers, quiesce / stable / save / restore / reset, stats and
+ * trace act on that channel only (a communicator belongs to the channel
+ * it was created on and is used with that channel's handle). The
+ * transport-facing calls (quay_on_packet, quay_on_op_done, quay_on_time,
+ * quay_next_deadline, quay_has_actions, quay_next_action) act on the
+ * whole engine, whichever handle they are given. quay_engine_free frees
+ * the whole engine when given channel 0 and ignores other handles.
+ */
+QUAY_API quay_engine *quay_engine_channel(quay_engine *e, uint32_t ch);
 
 /* ------------------------------------------------------------------ */
 /* Communicators                                                        */
@@ -477,7 +507,10 @@ QUAY_API uint64_t quay_next_deadline(const quay_engine *e);
  * quay_channel_is_stable; once every rank is stable (C5, a synchronisation
  * outside quay) nothing of this engine's is in flight. resume (C8) lets
  * the queued packets go. Calls, arrivals and self traffic keep working
- * while quiesced. Saving and restoring the channel (C6, C7) is not here yet.
+ * while quiesced. Then save the channel's context (C6), restore or start
+ * another one in its place (C7) and resume (C8); see quay_engine_save.
+ * With several channels each is quiesced on its own handle, so the C5
+ * synchronisation can run over another channel of the same engines.
  */
 
 /** Stop new packets to other ranks. QUAY_ESTATE without flow control. */
@@ -497,6 +530,68 @@ QUAY_API int quay_channel_resume(quay_engine *e);
  * (full) keeps its senders unstable until it takes the message.
  */
 QUAY_API int quay_channel_is_stable(const quay_engine *e);
+
+/*
+ * Context switch, C6-C7 [PM §3.4]. A channel's *context* is everything it
+ * holds for the program: communicators, requests (posted, in transfer,
+ * completed but not freed), unexpected and held messages with their
+ * payload copies, packets built but not yet sent, flow-control and
+ * sequence state per peer, statistics. quay_engine_save writes it to a
+ * versioned, self-describing byte blob (docs/flowctl.md has the layout);
+ * quay_engine_restore puts a saved context back in place of the running
+ * one, after which the channel continues exactly where the saved one
+ * stopped: the same request, communicator and message handles (they are
+ * slots of the channel's pools, restored at the same places), the same
+ * sequence numbers and request ids on the wire. Every rank of a job
+ * switches together (PM's C5), so peers find each other's state as they
+ * left it.
+ *
+ * Each context has a 32-bit key that seeds the CRC of every frame its
+ * channel sends and checks, so a delayed frame of one context can never be
+ * taken by another (it fails the check and counts as bad_checksum).
+ * Engines start with key 0; quay_channel_reset starts a new, empty context
+ * with the key given (every rank of the job must use the same), and a
+ * restored context brings its own back.
+ *
+ * Buffers and user pointers inside requests are saved as addresses: the
+ * blob is for the same process (or one whose memory was restored at the
+ * same addresses). Everything else in it is checked before anything is
+ * changed: CRC32C over the whole blob, the version, that it was saved by a
+ * channel of the same rank, world size, channel id and configuration, and
+ * every index, count, length, state and list in it.
+ */
+
+/**
+ * Save the context of channel `e`. It must be quiesced and stable
+ * (quay_channel_is_stable) with no self traffic waiting (pull actions
+ * until there are none). `*len` receives the blob's size; if `buf` is NULL
+ * or `cap` is smaller, nothing is written and QUAY_ENOBUFS is returned.
+ * Returns 0, QUAY_EINVAL, QUAY_ESTATE (no flow control), QUAY_EBUSY (not
+ * stable), QUAY_ENOBUFS, or the engine's fatal code. The channel is
+ * unchanged: resuming it continues this context.
+ */
+QUAY_API int quay_engine_save(const quay_engine *e, void *buf, size_t cap,
+                              size_t *len);
+
+/**
+ * Replace the running context of channel `e` by the saved one in `blob`.
+ * The channel must be quiesced and stable: its running context is
+ * discarded (save it first). The restored context is quiesced; resume it
+ * once every rank has restored (C8). Timers restart from the engine's
+ * current time. Returns 0; QUAY_EINVAL; QUAY_ESTATE (no flow control);
+ * QUAY_EBUSY (not stable); QUAY_EVERSION; QUAY_ECORRUPT or QUAY_EFOREIGN
+ * (nothing changed); QUAY_ENOMEM when payload copies cannot be allocated,
+ * in which case the channel is left with an empty context (key 0) and the
+ * blob can be restored again later.
+ */
+QUAY_API int quay_engine_restore(quay_engine *e, const void *blob, size_t len);
+
+/**
+ * Discard the running context of channel `e` and start an empty one with
+ * context key `key` (as a fresh engine's channel, but quiesced: resume it
+ * once every rank has reset). Same preconditions as quay_engine_restore.
+ */
+QUAY_API int quay_channel_reset(quay_engine *e, uint32_t key);
 
 /** Action kinds. */
 typedef enum quay_action_kind {

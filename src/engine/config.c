@@ -31,6 +31,7 @@ void quay_config_default(quay_config *cfg)
     cfg->rto_max_ns = 1000000000;
     cfg->retry_limit = 10;
     cfg->flow_credits = 0;
+    cfg->channels = 1;
 }
 
 int config_check(quay_config *c)
@@ -85,6 +86,10 @@ int config_check(quay_config *c)
         c->flow_credits = cr ? (uint32_t)cr : 1;
     }
     if (c->flow == QUAY_FLOW_CREDIT && c->flow_credits > (1u << 30))
+        return QUAY_EINVAL;
+    /* Only a frame says which channel a packet is for. */
+    if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||
+        (c->channels > 1 && c->flow == QUAY_FLOW_NONE))
         return QUAY_EINVAL;
     return 0;
 }

@@ -81,55 +81,38 @@ static int engine_pools(quay_engine *e)
     return 0;
 }
 
-int quay_engine_new(const quay_config *cfg, quay_engine **pe)
+/* Create one channel: the whole engine state for one logical network. */
+static int channel_new(const quay_config *c, const quay_allocator *a,
+                       uint8_t id, quay_engine *root, quay_engine **pe)
 {
-    if (pe == NULL)
-        return QUAY_EINVAL;
-    *pe = NULL;
-    if (cfg == NULL)
-        return QUAY_EINVAL;
-    quay_config c = *cfg;
-    int rc = config_check(&c);
-    if (rc != 0)
-        return rc;
-    quay_allocator a = c.alloc;
-    if (a.alloc == NULL) {
-        a.alloc = libc_alloc;
-        a.release = libc_release;
-        a.ctx = NULL;
-    }
-    quay_engine *e = a.alloc(sizeof *e, a.ctx);
+    quay_engine *e = a->alloc(sizeof *e, a->ctx);
     if (e == NULL)
         return QUAY_ENOMEM;
     memset(e, 0, sizeof *e);
-    e->cfg = c;
-    e->a = a;
-    e->rank = c.rank;
-    e->nranks = c.nranks;
-    e->flow = (int)c.flow;
+    e->cfg = *c;
+    e->a = *a;
+    e->rank = c->rank;
+    e->nranks = c->nranks;
+    e->flow = (int)c->flow;
+    e->chan_id = id;
+    e->root = root != NULL ? root : e;
     ql_init(&e->txq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
 
-    rc = engine_pools(e);
+    int rc = engine_pools(e);
     if (rc == 0)
         chan_init(e);
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
         rc = match_init(e);
-    if (rc != 0) {
-        quay_engine_free(e);
-        return rc;
-    }
-    *pe = e;
-    return 0;
+    *pe = e; /* even on failure: the caller frees it */
+    return rc;
 }
 
-void quay_engine_free(quay_engine *e)
+static void channel_free(quay_engine *e)
 {
-    if (e == NULL)
-        return;
     if (e->msgs != NULL) {
         for (uint32_t i = 0; i < e->nmsgs; i++)
             if (e->msgs[i].where != UM_FREE)
@@ -149,6 +132,60 @@ void quay_engine_free(quay_engine *e)
     qfree(e, e->comms);
     quay_allocator a = e->a;
     a.release(e, a.ctx);
+}
+
+int quay_engine_new(const quay_config *cfg, quay_engine **pe)
+{
+    if (pe == NULL)
+        return QUAY_EINVAL;
+    *pe = NULL;
+    if (cfg == NULL)
+        return QUAY_EINVAL;
+    quay_config c = *cfg;
+    int rc = config_check(&c);
+    if (rc != 0)
+        return rc;
+    quay_allocator a = c.alloc;
+    if (a.alloc == NULL) {
+        a.alloc = libc_alloc;
+        a.release = libc_release;
+        a.ctx = NULL;
+    }
+    quay_engine *root = NULL;
+    rc = channel_new(&c, &a, 0, NULL, &root);
+    if (root == NULL)
+        return rc;
+    root->chans[0] = root;
+    root->nchans = 1;
+    for (uint32_t k = 1; rc == 0 && k < c.channels; k++) {
+        quay_engine *ch = NULL;
+        rc = channel_new(&c, &a, (uint8_t)k, root, &ch);
+        if (ch != NULL)
+            root->chans[root->nchans++] = ch;
+    }
+    if (rc != 0) {
+        quay_engine_free(root);
+        return rc;
+    }
+    *pe = root;
+    return 0;
+}
+
+void quay_engine_free(quay_engine *e)
+{
+    if (e == NULL || e->root != e)
+        return;
+    for (uint32_t k = e->nchans; k-- > 1;)
+        channel_free(e->chans[k]);
+    channel_free(e);
+}
+
+quay_engine *quay_engine_channel(quay_engine *e, uint32_t ch)
+{
+    if (e == NULL)
+        return NULL;
+    quay_engine *root = e->root;
+    return ch < root->nchans ? root->chans[ch] : NULL;
 }
 
 int32_t quay_engine_rank(const quay_engine *e) { return e ? e->rank : -1; }
@@ -203,10 +240,20 @@ static void trace_wire(quay_engine *e, int kind, int32_t peer,
     trace_pkt(e, kind, type, peer, 0, seq, code);
 }
 
+/* The channel a packet is for: its frame says (chan.c checks the rest). */
+static quay_engine *packet_channel(quay_engine *root, const uint8_t *b, size_t len)
+{
+    if (root->nchans == 1 || len < 4)
+        return root;
+    uint32_t ch = chan_frame_channel(b);
+    return ch < root->nchans ? root->chans[ch] : root;
+}
+
 int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
 {
     if (e == NULL || (bytes == NULL && len != 0))
         return QUAY_EINVAL;
+    e = packet_channel(e->root, bytes, len);
     if (e->fatal)
         return e->fatal;
     if (peer < 0 || peer >= e->nranks)
@@ -241,10 +288,8 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
 
 /* ---- time ------------------------------------------------------------------- */
 
-int quay_on_time(quay_engine *e, uint64_t now_ns)
+static int channel_on_time(quay_engine *e, uint64_t now_ns)
 {
-    if (e == NULL)
-        return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
     if (now_ns > e->now)
@@ -255,11 +300,83 @@ int quay_on_time(quay_engine *e, uint64_t now_ns)
     return e->fatal;
 }
 
+int quay_on_time(quay_engine *e, uint64_t now_ns)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    e = e->root;
+    int rc = 0;
+    for (uint32_t k = 0; k < e->nchans; k++) {
+        int r = channel_on_time(e->chans[k], now_ns);
+        if (rc == 0)
+            rc = r;
+    }
+    return rc;
+}
+
 uint64_t quay_next_deadline(const quay_engine *e)
 {
-    if (e == NULL || !e->flow || e->fatal)
+    if (e == NULL)
         return QUAY_TIME_NONE;
-    return chan_deadline(e);
+    e = e->root;
+    uint64_t d = QUAY_TIME_NONE;
+    for (uint32_t k = 0; k < e->nchans; k++) {
+        const quay_engine *ch = e->chans[k];
+        if (ch->flow && !ch->fatal) {
+            uint64_t t = chan_deadline(ch);
+            if (t < d)
+                d = t;
+        }
+    }
+    return d;
+}
+
+/* ---- the action queue and op_done across channels ------------------------------ */
+
+int quay_has_actions(const quay_engine *e)
+{
+    if (e == NULL)
+        return 0;
+    e = e->root;
+    for (uint32_t k = 0; k < e->nchans; k++)
+        if (out_has_actions(e->chans[k]))
+            return 1;
+    return 0;
+}
+
+int quay_next_action(quay_engine *e, quay_action *a)
+{
+    if (e == NULL || a == NULL)
+        return QUAY_EINVAL;
+    e = e->root;
+    if (e->nchans == 1)
+        return out_next_action(e, a);
+    /* Channels take turns, one action each, so none starves another. */
+    for (uint32_t i = 0; i < e->nchans; i++) {
+        uint32_t k = (e->act_rr + i) % e->nchans;
+        quay_engine *ch = e->chans[k];
+        if (ch->fatal)
+            return ch->fatal;
+        if (!out_has_actions(ch))
+            continue;
+        int rc = out_next_action(ch, a);
+        if (rc != 0) {
+            e->act_rr = (k + 1) % e->nchans;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int quay_on_op_done(quay_engine *e, uint64_t token, int status)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    e = e->root;
+    uint32_t ch = (uint32_t)(token >> OUT_TOKEN_CHAN_SHIFT) & OUT_TOKEN_CHAN_MASK;
+    if (ch >= e->nchans)
+        return e->fatal ? e->fatal : QUAY_ESTATE;
+    return out_on_op_done(e->chans[ch], token, status);
 }
 
 /* ---- introspection ----------------------------------------------------------- */

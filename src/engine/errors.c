@@ -22,6 +22,8 @@ const char *quay_strerror(int code)
     case QUAY_EBUSY: return "object still in use";
     case QUAY_EVERSION: return "unsupported version";
     case QUAY_ENOTSUP: return "not supported";
+    case QUAY_ECORRUPT: return "saved context damaged";
+    case QUAY_EFOREIGN: return "saved context belongs to another engine";
     case QUAY_ENOMEM: return "out of memory";
     case QUAY_EINTERNAL: return "internal invariant violated";
     default: return "unknown error";

@@ -305,7 +305,20 @@ struct quay_engine {
     uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
     uint32_t crc_table[256];
+
+    /* channels: channel 0 is the engine the user created (the root); it
+     * owns the others and faces the transport (engine.c dispatches) */
+    uint8_t chan_id;     /* this channel's id, in every frame it sends */
+    uint32_t ctx_key;    /* the running context's key: seeds every frame
+                            CRC, so a frame of another context is refused */
+    struct quay_engine *root;
+    struct quay_engine *chans[QUAY_MAX_CHANNELS]; /* root only */
+    uint32_t nchans;     /* root only */
+    uint32_t act_rr;     /* root only: channel to pull actions from first */
 };
+
+/* Channel handles: the root for transport calls, channel k for the rest. */
+static inline quay_engine *engine_root(quay_engine *e) { return e->root; }
 
 /* ---- config (config.c) ---------------------------------------------------- */
 /** Validate and normalise the engine's copy of the caller's config. */
@@ -362,6 +375,8 @@ umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq);
 /* ---- matching (match.c facade) ------------------------------------------ */
 int match_init(quay_engine *e);
 void match_fini(quay_engine *e);
+/** Empty every queue (context reset); the bins stay allocated. */
+void match_reset(quay_engine *e);
 quay_req *match_find_posted(quay_engine *e, quay_comm *c, int32_t src,
                             int32_t tag);
 void match_add_posted(quay_engine *e, quay_req *r);
@@ -416,6 +431,15 @@ void out_release(quay_engine *e, qout *o, int status);
 /** Fill a SEND action for o (framed or not). */
 void out_fill_send(quay_engine *e, qout *o, quay_action *a);
 qout *out_alloc(quay_engine *e);
+/* Token of a SEND action: generation << 32 | channel << 28 | index
+ * (config_check keeps max_out below 2^24). */
+#define OUT_TOKEN_CHAN_SHIFT 28
+#define OUT_TOKEN_CHAN_MASK 0xFu
+#define OUT_TOKEN_IDX_MASK 0x0FFFFFFFu
+/* One channel's share of quay_has_actions / next_action / on_op_done. */
+int out_has_actions(const quay_engine *e);
+int out_next_action(quay_engine *e, quay_action *a);
+int out_on_op_done(quay_engine *e, uint64_t token, int status);
 
 /* ---- peer failure (failure.c) ------------------------------------------- */
 /** Declare `peer` failed: abandon its packets, complete every request that
@@ -424,6 +448,14 @@ void engine_peer_failed(quay_engine *e, int32_t peer);
 /* The peer whose failure would fail request r (its specific source, its
  * destination, its transfer partner), or -1 (ANY_SOURCE, self, done). */
 int32_t req_waits_on(const quay_engine *e, const quay_req *r);
+
+/* ---- channel contexts (flowctl/context.c) -------------------------------- */
+/** 0 if the channel may switch context: flow control, healthy, quiesced,
+ *  stable, no self traffic waiting. Else QUAY_ESTATE / QUAY_EBUSY / fatal. */
+int context_switchable(const quay_engine *e);
+/** Discard the running context: an empty one with `key` takes its place,
+ *  quiesced. Pools, bins and statistics stay; request ids keep counting. */
+void context_reset(quay_engine *e, uint32_t key);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

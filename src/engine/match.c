@@ -92,6 +92,21 @@ void match_fini(quay_engine *e)
     e->m.oracle = NULL;
 }
 
+void match_reset(quay_engine *e)
+{
+    match_state *m = &e->m;
+    if (m->use_fast) {
+        for (uint32_t i = 0; i <= m->posted_mask; i++)
+            ql_init(&m->posted_bins[i]);
+        for (uint32_t i = 0; i <= m->unexp_mask; i++) {
+            ql_init(&m->unexp_bins[i]);
+            ql_init(&m->unexp_tbins[i]);
+        }
+    }
+    if (m->oracle != NULL)
+        oracle_clear(m->oracle);
+}
+
 /* ---- fast posted queue -------------------------------------------------------- */
 
 /* First receive in the bin whose pattern is exactly (ctx, psrc, ptag). */

@@ -43,6 +43,12 @@ void oracle_free(quay_engine *e, oracle *o)
     qfree(e, o);
 }
 
+void oracle_clear(oracle *o)
+{
+    o->nposted = 0;
+    o->nunexp = 0;
+}
+
 static int pattern_matches(int32_t psrc, int32_t ptag, int32_t src, int32_t tag)
 {
     return (psrc == QUAY_ANY_SOURCE || psrc == src) &&

@@ -14,6 +14,8 @@ typedef struct oracle oracle;
 
 oracle *oracle_new(quay_engine *e, uint32_t max_posted, uint32_t max_unexp);
 void oracle_free(quay_engine *e, oracle *o);
+/** Forget every entry (context reset). */
+void oracle_clear(oracle *o);
 
 quay_req *oracle_find_posted(oracle *o, uint32_t ctx, int32_t src, int32_t tag);
 void oracle_add_posted(oracle *o, quay_req *r);

@@ -124,13 +124,11 @@ void out_release(quay_engine *e, qout *o, int status)
     req_progress(e, r);
 }
 
-int quay_on_op_done(quay_engine *e, uint64_t token, int status)
+int out_on_op_done(quay_engine *e, uint64_t token, int status)
 {
-    if (e == NULL)
-        return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
-    uint32_t idx = (uint32_t)token;
+    uint32_t idx = (uint32_t)token & OUT_TOKEN_IDX_MASK;
     if (idx >= e->nouts)
         return QUAY_ESTATE;
     qout *o = &e->outs[idx];
@@ -271,7 +269,8 @@ void out_fill_send(quay_engine *e, qout *o, quay_action *a)
 {
     a->kind = QUAY_ACT_SEND;
     a->peer = o->peer;
-    a->token = (uint64_t)o->gen << 32 | (uint64_t)(o - e->outs);
+    a->token = (uint64_t)o->gen << 32 |
+               (uint64_t)e->chan_id << OUT_TOKEN_CHAN_SHIFT | (uint64_t)(o - e->outs);
     if (o->framed) {
         a->iov[0].base = o->hdr;
         a->iov[0].len = (size_t)CHAN_FRAME_LEN + o->hdr_len;
@@ -309,22 +308,20 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
     return 1;
 }
 
-int quay_has_actions(const quay_engine *e)
+int out_has_actions(const quay_engine *e)
 {
-    if (e == NULL || e->fatal)
+    if (e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
            !ql_empty(&e->txq) || !ql_empty(&e->cq) ||
            (e->flow && chan_has_work(e));
 }
 
-int quay_next_action(quay_engine *e, quay_action *a)
+int out_next_action(quay_engine *e, quay_action *a)
 {
-    if (e == NULL || a == NULL)
-        return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
-    if (!quay_has_actions(e))
+    if (!out_has_actions(e))
         return 0; /* idle: the common empty pull */
     if (e->ndrain_blocked)
         seq_retry_blocked(e);

@@ -131,7 +131,9 @@ static uint32_t packet_crc(const quay_engine *e, const uint8_t *frame,
                            const void *payload, size_t plen)
 {
     static const uint8_t zero[4] = {0, 0, 0, 0};
-    uint32_t c = crc32c_update(e->crc_table, 0, frame, 16);
+    /* Seeded with the context key: a frame of another context fails the
+     * check (for a given length, two seeds always give different CRCs). */
+    uint32_t c = crc32c_update(e->crc_table, e->ctx_key, frame, 16);
     c = crc32c_update(e->crc_table, c, zero, 4);
     c = crc32c_update(e->crc_table, c, rest, rest_len);
     if (plen != 0)
@@ -145,7 +147,7 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
     peer_state *ps = &e->peers[o->peer];
     uint8_t *f = o->hdr;
     uint32_t ack, nack = 0;
-    uint16_t flags = 0;
+    uint16_t flags = (uint16_t)((uint32_t)e->chan_id << CHAN_F_CHAN_SHIFT);
     if (fc_rx_take_nack(&ps->rx, &nack)) {
         flags |= CHAN_F_NACK;
         ack = nack;
@@ -332,7 +334,7 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     if (len < CHAN_FRAME_LEN || b[0] != CHAN_VERSION ||
         (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_ALL))
         return QUAY_EPROTO;
-    if (peer == e->rank)
+    if (peer == e->rank || chan_frame_channel(b) != e->chan_id)
         return QUAY_EPROTO; /* self traffic never travels */
     uint32_t crc = packet_crc(e, b, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN, NULL, 0);
     if (crc != wire_get32(b + 16)) {

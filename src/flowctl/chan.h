@@ -29,7 +29,16 @@
 #define CHAN_F_CREDIT 0x2u  /* field 12 is the credit limit (QUAY_FLOW_CREDIT) */
 #define CHAN_F_BLOCKED 0x4u /* the sender is out of credit (credit mode) */
 #define CHAN_F_PING 0x8u    /* answer this frame (keepalive probe) */
-#define CHAN_F_ALL (CHAN_F_NACK | CHAN_F_CREDIT | CHAN_F_BLOCKED | CHAN_F_PING)
+#define CHAN_F_CHAN_SHIFT 8  /* bits 8-10: the channel (quay_config.channels) */
+#define CHAN_F_CHAN_MASK (0x7u << CHAN_F_CHAN_SHIFT)
+#define CHAN_F_ALL (CHAN_F_NACK | CHAN_F_CREDIT | CHAN_F_BLOCKED | CHAN_F_PING | \
+                    CHAN_F_CHAN_MASK)
+
+/** The channel a frame claims to be for (b holds at least 4 bytes). */
+static inline uint32_t chan_frame_channel(const uint8_t *b)
+{
+    return (wire_get16(b + 2) & CHAN_F_CHAN_MASK) >> CHAN_F_CHAN_SHIFT;
+}
 
 /** Set up per-peer channels (engine creation). */
 void chan_init(quay_engine *e);

@@ -110,7 +110,10 @@ int scn_flow_parse(const char *text, int *mode);
  * quiesced, a DATA frame with a sequence number it had not used before
  * fails the run. A quiesced rank that never becomes stable because nothing
  * else can happen (its peer refuses until it gets what the quiesced rank
- * holds back) is resumed anyway and counted apart.
+ * holds back) is resumed anyway and counted apart. Before a stable rank
+ * resumes, its context is saved, replaced by an empty one with another
+ * key, and restored (quay_engine_save / quay_channel_reset /
+ * quay_engine_restore); the restored context must save to the same bytes.
  */
 void scn_runner_set_switches(scn_runner *r, int on);
 /** Completed switches / forced resumes of the last run. */

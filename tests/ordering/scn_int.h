@@ -283,6 +283,7 @@ struct scn_runner {
     int switches_on;          /* scn_runner_set_switches */
     uint64_t switches;        /* quiesce -> stable -> resume, last run */
     uint64_t switches_forced; /* resumed unstable: nothing else could move */
+    uint64_t restores;        /* contexts saved, replaced and restored */
     int qjumps;               /* clock jumps while a rank is quiesced */
 };
 

@@ -72,7 +72,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->timer_fires = 0;
     run->engine_rejects = 0;
     run->retransmits = run->nacks = run->dups_dropped = 0;
-    run->switches = run->switches_forced = 0;
+    run->switches = run->switches_forced = run->restores = 0;
     run->qjumps = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
@@ -326,6 +326,48 @@ static uint32_t switch_choices(scn_runner *run, int *ranks)
     return n;
 }
 
+/* A stable rank's context goes out and comes back (PM's C6, C7): save it,
+ * replace it by an empty context with another key, restore it. The
+ * restored channel must save to the same bytes, and the run must go on as
+ * if nothing happened. */
+static void save_restore(scn_runner *run, int r)
+{
+    quay_engine *e = run->rk[r].e;
+    size_t len = 0, len2 = 0;
+    int rc = quay_engine_save(e, NULL, 0, &len);
+    if (rc != QUAY_ENOBUFS || len == 0) {
+        scn_fail(run, "rank %d: save size: %s", r, scn_errname(rc));
+        return;
+    }
+    unsigned char *blob = malloc(len), *again = malloc(len);
+    if (blob == NULL || again == NULL) {
+        free(blob);
+        free(again);
+        scn_fail(run, "out of memory");
+        return;
+    }
+    rc = quay_engine_save(e, blob, len, &len);
+    if (rc == 0)
+        rc = quay_channel_reset(e, 0x5eed0000u + (uint32_t)run->switches);
+    if (rc == 0)
+        rc = quay_engine_restore(e, blob, len);
+    if (rc == 0)
+        rc = quay_engine_save(e, again, len, &len2);
+    if (rc != 0)
+        scn_fail(run, "rank %d: save/reset/restore: %s", r, scn_errname(rc));
+    else if (len2 != len || memcmp(blob, again, len) != 0)
+    {
+        size_t at = 0;
+        while (at < len && at < len2 && blob[at] == again[at])
+            at++;
+        scn_fail(run, "rank %d: the restored context saves differently (%zu vs %zu bytes, first at %zu)",
+                 r, len, len2, at);
+    }
+    free(blob);
+    free(again);
+    run->restores++;
+}
+
 static void do_switch(scn_runner *run, int r, int forced)
 {
     rank_rt *rk = &run->rk[r];
@@ -335,6 +377,8 @@ static void do_switch(scn_runner *run, int r, int forced)
         rc = quay_channel_quiesce(rk->e);
         rk->quiesced = 1;
     } else {
+        if (!forced)
+            save_restore(run, r);
         rc = quay_channel_resume(rk->e);
         rk->quiesced = 0;
         if (forced)

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
                        f_drop, f_dup, f_corrupt, f_timer, f_retx, f_nack,
                        n_nack);
             if (rc == 0 && switches)
-                printf("# context switches: %" PRIu64 " quiesce -> stable -> resume, "
+                printf("# context switches: %" PRIu64 " quiesce -> stable -> save, reset, restore -> resume, "
                        "%" PRIu64 " resumed unstable (nothing else could move)\n",
                        f_sw, f_swf);
             secs = (double)(clock() - c0) / CLOCKS_PER_SEC;

@@ -1,0 +1,102 @@
+/*
+ * context.c — a channel's context: when it may be switched, and discarding
+ * it (PM's C7 starts from an empty channel, or from a saved context that
+ * snapshot.c puts back into the emptied one).
+ *
+ * The channel (pools, match bins, allocator, statistics, clock) outlives
+ * its contexts; what a context owns is everything in those pools. Request
+ * ids keep their generations across contexts, so an id from a context
+ * that ran before can never name a request of this one.
+ */
+#include "flowctl/chan.h"
+
+int context_switchable(const quay_engine *e)
+{
+    if (!e->flow)
+        return QUAY_ESTATE;
+    if (e->fatal)
+        return e->fatal;
+    if (quay_channel_is_stable(e) != 1 || e->loop_head != NULL)
+        return QUAY_EBUSY;
+    return 0;
+}
+
+void context_reset(quay_engine *e, uint32_t key)
+{
+    for (uint32_t i = 0; i < e->nmsgs; i++)
+        if (e->msgs[i].where != UM_FREE)
+            qfree(e, e->msgs[i].data);
+    for (uint32_t i = 0; i < e->ncomms_max; i++) {
+        qfree(e, e->comms[i].world);
+        qfree(e, e->comms[i].unexp_src);
+    }
+    memset(e->comms, 0, (size_t)e->ncomms_max * sizeof *e->comms);
+    e->ncomms = 0;
+    e->last_comm = NULL;
+
+    e->req_free = NULL;
+    for (uint32_t i = e->nreqs; i-- > 0;) {
+        quay_req *r = &e->reqs[i];
+        uint32_t id = r->id;
+        memset(r, 0, sizeof *r);
+        r->id = id;
+        ql_init(&r->link);
+        ql_init(&r->clink);
+        r->link.next = (qlink *)e->req_free;
+        e->req_free = r;
+    }
+    e->reqs_used = 0;
+    e->msg_free = NULL;
+    memset(e->msgs, 0, (size_t)e->nmsgs * sizeof *e->msgs);
+    for (uint32_t i = e->nmsgs; i-- > 0;) {
+        e->msgs[i].blink.next = (qlink *)e->msg_free;
+        e->msg_free = &e->msgs[i];
+    }
+    e->msgs_used = 0;
+    e->ubytes = 0;
+    e->held_bytes = 0;
+    e->held_total = 0;
+
+    /* Descriptors keep their generations (tokens stay unique). */
+    e->out_free = NULL;
+    for (uint32_t i = e->nouts; i-- > 0;) {
+        qout *o = &e->outs[i];
+        o->in_use = 0;
+        o->next = e->out_free;
+        e->out_free = o;
+    }
+    e->outs_used = 0;
+    e->loop_head = e->loop_tail = NULL;
+    e->ctrl_head = 0;
+    e->ctrl_count = 0;
+
+    ql_init(&e->txq);
+    ql_init(&e->cq);
+    ql_init(&e->orphans);
+    e->norphans = 0;
+    e->ndrain_blocked = 0;
+    match_reset(e);
+    memset(&e->bs, 0, sizeof e->bs);
+
+    memset(e->peers, 0, (size_t)e->nranks * sizeof *e->peers);
+    for (int32_t p = 0; p < e->nranks; p++)
+        ql_init(&e->peers[p].held);
+    chan_init(e);
+    e->stamp = 0;
+    e->chan_rr = 0;
+    e->ka_next = 0;
+    e->ka_idle_at = e->reqs_allocs;
+    e->quiesced = 1;
+    e->ctx_key = key;
+}
+
+int quay_channel_reset(quay_engine *e, uint32_t key)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    int rc = context_switchable(e);
+    if (rc != 0)
+        return rc;
+    context_reset(e, key);
+    return 0;
+}
