@@ -203,7 +203,7 @@ static int peer_may_send_new(const quay_engine *e, const peer_state *ps)
 }
 
 /* Something to say that needs no sequence number: ACK, NACK, grant, probe. */
-static int peer_owes_frame(const quay_engine *e, const peer_state *ps)
+int chan_peer_owes(const quay_engine *e, const peer_state *ps)
 {
     return fc_rx_owes(&ps->rx) || credit_owed(e, ps) || ps->probe_due || ps->ping_owed;
 }
@@ -212,7 +212,7 @@ static int peer_has_work(const quay_engine *e, const peer_state *ps)
 {
     if (ps->failed)
         return 0;
-    if (peer_owes_frame(e, ps) && e->out_free != NULL)
+    if (chan_peer_owes(e, ps) && e->out_free != NULL)
         return 1;
     return peer_may_send(e, ps) &&
            (ps->tx.resend != ps->tx.next || peer_may_send_new(e, ps));
@@ -260,7 +260,7 @@ static int peer_pull(quay_engine *e, int32_t p, quay_action *a)
         transmit(e, o, a);
         return 1;
     }
-    if (peer_owes_frame(e, ps) && e->out_free != NULL) {
+    if (chan_peer_owes(e, ps) && e->out_free != NULL) {
         /* Nothing to piggyback on: an ACK-only packet (also a grant or a
          * probe), never acknowledged, released at its op_done; it takes no
          * sequence number and so no credit. */
@@ -606,7 +606,7 @@ int quay_channel_is_stable(const quay_engine *e)
         const peer_state *ps = &e->peers[p];
         if (p == e->rank || ps->failed)
             continue;
-        if (ps->unack_head != NULL || peer_owes_frame(e, ps))
+        if (ps->unack_head != NULL || chan_peer_owes(e, ps))
             return 0;
     }
     /* ACK-only frames live until their op_done; data until acknowledged

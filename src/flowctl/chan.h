@@ -64,5 +64,8 @@ void chan_on_time(quay_engine *e);
 uint64_t chan_deadline(const quay_engine *e);
 /** Abandon every packet of a failed peer. */
 void chan_abandon(quay_engine *e, int32_t peer);
+/** 1 if `ps` has something to say that needs no sequence number (ACK,
+ *  NACK, grant, probe, ping answer): then the channel is not stable. */
+int chan_peer_owes(const quay_engine *e, const peer_state *ps);
 
 #endif /* QUAY_FLOWCTL_CHAN_H */

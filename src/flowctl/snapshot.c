@@ -58,6 +58,7 @@ typedef struct snap {
     uint64_t *req_stamp;
     uint8_t *msg_live;
     uint8_t *rank_seen;
+    uint32_t *credit_held; /* per peer: restored messages holding credit */
     uint8_t *comm_live;
     int32_t *comm_size; /* per comm slot: size (0 when not live) */
     uint32_t *comm_ctx;
@@ -624,7 +625,8 @@ static void sx_reqs(snap *s)
                 for (uint32_t i = 0; i < e->nreqs; i++)
                     if (e->reqs[i].state == QUAY_RS_RECV_POSTED)
                         order[m++] = &e->reqs[i];
-                qsort(order, m, sizeof *order, cmp_stamp);
+                if (m > 1)
+                    qsort(order, m, sizeof *order, cmp_stamp);
             } else {
                 qlink *h = which == 1 ? &e->txq : &e->cq;
                 for (qlink *l = ql_first(h); l != NULL; l = ql_next(h, l))
@@ -701,6 +703,7 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     }
     s->ubytes += has_data ? m->len : 0;
     if (s->mode == SNAP_CHECK) {
+        s->credit_held[m->peer] += (m->flags & UMF_CREDIT) != 0;
         if (need_comm && (!s->comm_live[ci] || s->comm_ctx[ci] != m->ctx ||
                           m->src < 0 || m->src >= s->comm_size[ci]))
             corrupt(s);
@@ -968,6 +971,13 @@ static void sx_peers(snap *s)
             for (uint32_t k = 0; k < nh && s->err == 0; k++)
                 sx_msg(s, ML_HELD, NULL, p, &prev);
         }
+        /* Saved stable: nothing owed to the peer (with the credit its
+         * messages hold, now all counted). */
+        if (s->mode == SNAP_CHECK) {
+            tmp.credit_held = s->credit_held[p];
+            if (p != e->rank && !tmp.failed && chan_peer_owes(e, &tmp))
+                corrupt(s);
+        }
         /* packets queued for a sequence number */
         uint32_t no = 0;
         if (s->mode == SNAP_SAVE)
@@ -1085,6 +1095,7 @@ static void snap_scratch_free(snap *s)
     qfree(e, s->req_stamp);
     qfree(e, s->msg_live);
     qfree(e, s->rank_seen);
+    qfree(e, s->credit_held);
     qfree(e, s->comm_live);
     qfree(e, s->comm_size);
     qfree(e, s->comm_ctx);
@@ -1098,13 +1109,16 @@ static int snap_scratch(snap *s)
     s->req_stamp = qalloc(e, (size_t)e->nreqs * sizeof *s->req_stamp);
     s->msg_live = qalloc(e, e->nmsgs);
     s->rank_seen = qalloc(e, (size_t)e->nranks);
+    s->credit_held = qalloc(e, (size_t)e->nranks * sizeof *s->credit_held);
     s->comm_live = qalloc(e, e->ncomms_max);
     s->comm_size = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_size);
     s->comm_ctx = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_ctx);
     if (!s->req_live || !s->req_nout || !s->req_stamp || !s->msg_live || !s->rank_seen ||
+        !s->credit_held ||
         !s->comm_live || !s->comm_size || !s->comm_ctx)
         return QUAY_ENOMEM;
     memset(s->req_live, 0, e->nreqs);
+    memset(s->credit_held, 0, (size_t)e->nranks * sizeof *s->credit_held);
     memset(s->msg_live, 0, e->nmsgs);
     memset(s->comm_live, 0, e->ncomms_max);
     memset(s->comm_size, 0, (size_t)e->ncomms_max * sizeof *s->comm_size);
