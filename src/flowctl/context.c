@@ -34,23 +34,28 @@ void context_reset(quay_engine *e, uint32_t key)
     e->ncomms = 0;
     e->last_comm = NULL;
 
+    /* Free slots are already clean (req_release, umsg_free); only live
+     * ones need clearing. Free lists are rebuilt in index order. */
     e->req_free = NULL;
     for (uint32_t i = e->nreqs; i-- > 0;) {
         quay_req *r = &e->reqs[i];
-        uint32_t id = r->id;
-        memset(r, 0, sizeof *r);
-        r->id = id;
-        ql_init(&r->link);
-        ql_init(&r->clink);
+        if (r->state != QUAY_RS_FREE) {
+            uint32_t id = r->id;
+            memset(r, 0, sizeof *r);
+            r->id = id;
+            ql_init(&r->clink);
+        }
         r->link.next = (qlink *)e->req_free;
         e->req_free = r;
     }
     e->reqs_used = 0;
     e->msg_free = NULL;
-    memset(e->msgs, 0, (size_t)e->nmsgs * sizeof *e->msgs);
     for (uint32_t i = e->nmsgs; i-- > 0;) {
-        e->msgs[i].blink.next = (qlink *)e->msg_free;
-        e->msg_free = &e->msgs[i];
+        umsg *m = &e->msgs[i];
+        if (m->where != UM_FREE)
+            memset(m, 0, sizeof *m);
+        m->blink.next = (qlink *)e->msg_free;
+        e->msg_free = m;
     }
     e->msgs_used = 0;
     e->ubytes = 0;
