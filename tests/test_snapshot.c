@@ -162,6 +162,11 @@ static void t_roundtrip(void)
     settle();
     is_int(quay_channel_is_stable(a), 1);
     is_int(quay_channel_is_stable(b), 1);
+    /* A registered region belongs to the context too. */
+    static uint8_t win[64];
+    uint64_t key;
+    void *addr;
+    is_int(quay_mem_register(b, win, sizeof win, QUAY_MEM_READ, &key), 0);
     quay_stats sa, sb;
     quay_engine_stats(a, &sa);
     quay_engine_stats(b, &sb);
@@ -172,6 +177,7 @@ static void t_roundtrip(void)
     /* C7 with a new context: empty, its own key; run something in it. */
     is_int(quay_channel_reset(a, 0x77), 0);
     is_int(quay_channel_reset(b, 0x77), 0);
+    is_int(quay_mem_resolve(b, key, 0, 1, QUAY_MEM_READ, &addr), QUAY_ESTATE);
     quay_stats e0;
     quay_engine_stats(b, &e0);
     is_int(e0.reqs_in_use, 0);
@@ -200,6 +206,9 @@ static void t_roundtrip(void)
     /* C7 with the saved context, C8: it finishes as if never away. */
     is_int(quay_engine_restore(a, ba, la), 0);
     is_int(quay_engine_restore(b, bb, lb), 0);
+    is_int(quay_mem_resolve(b, key, 8, 8, QUAY_MEM_READ, &addr), 0);
+    ok(addr == win + 8);
+    is_int(quay_mem_deregister(b, key), 0);
     quay_stats ra, rb;
     quay_engine_stats(a, &ra);
     quay_engine_stats(b, &rb);

@@ -211,6 +211,7 @@ enum {
     SC = QUAY_RS_SEND_CANCEL,
     RP = QUAY_RS_RECV_POSTED,
     RR = QUAY_RS_RECV_RNDV,
+    RD = QUAY_RS_RDMA,
     D = QUAY_RS_DONE
 };
 
@@ -1188,6 +1189,51 @@ static void t_failmalloc(void)
     is_int(fa.live, 0);
 }
 
+/* ---- one-sided -------------------------------------------------------------------------- */
+
+static void t_rdma(void)
+{
+    quay_config c;
+    tn_config(&c, 0, 2);
+    c.transport_caps = QUAY_CAP_RDMA_PUT | QUAY_CAP_RDMA_GET;
+    if (!setup_cfg(2, &c))
+        return;
+    static uint8_t w[32], mine[32], buf[8] = "onesided";
+    uint64_t kw, km;
+    quay_mem_register(T.e[1], w, sizeof w, QUAY_MEM_READ | QUAY_MEM_WRITE, &kw);
+    quay_mem_register(T.e[0], mine, sizeof mine, QUAY_MEM_WRITE, &km);
+    quay_req *r1, *r2, *r3;
+    quay_action a;
+    quay_status st;
+    /* FREE -> RDMA -> DONE: the action, its op_done. */
+    is_int(quay_iput(T.e[0], 1, buf, 8, kw, 8, &r1), 0);
+    is_int(r1->state, QUAY_RS_RDMA);
+    is_int(quay_next_action(T.e[0], &a), 1);
+    is_int(a.kind, QUAY_ACT_RDMA_PUT);
+    void *p;
+    is_int(quay_mem_resolve(T.e[1], a.rdma.key, a.rdma.offset, a.rdma.len, QUAY_MEM_WRITE, &p), 0);
+    memcpy(p, a.rdma.local, (size_t)a.rdma.len);
+    is_int(quay_on_op_done(T.e[0], a.token, 0), 0);
+    ok(quay_req_test(r1, &st) == 1 && st.error == 0 && st.count == 8);
+    ok(memcmp(w + 8, "onesided", 8) == 0);
+    /* ... failed: the adapter's status in the request. */
+    is_int(quay_iget(T.e[0], 1, buf, 8, kw, 0, &r2), 0);
+    is_int(quay_next_action(T.e[0], &a), 1);
+    is_int(a.kind, QUAY_ACT_RDMA_GET);
+    is_int(quay_on_op_done(T.e[0], a.token, QUAY_EPEER), 0);
+    ok(quay_req_test(r2, &st) == 1 && st.error == QUAY_EPEER && st.count == 0);
+    /* ... to self, at once. */
+    is_int(quay_iput(T.e[0], 0, buf, 8, km, 0, &r3), 0);
+    ok(quay_req_test(r3, &st) == 1 && st.error == 0 && memcmp(mine, "onesided", 8) == 0);
+    quay_req_free(T.e[0], r1);
+    quay_req_free(T.e[0], r2);
+    quay_req_free(T.e[0], r3);
+    while (quay_next_action(T.e[0], &a) == 1)
+        ;
+    clean();
+    tn_fini(&T);
+}
+
 /* ---- coverage ------------------------------------------------------------------------------ */
 
 static void t_coverage(void)
@@ -1196,7 +1242,7 @@ static void t_coverage(void)
     static const int allowed[][2] = {
         {F, SE},  {F, SR},  {F, D},   {SE, D},  {SE, SW}, {SW, D},  {SR, SD}, {SR, D},
         {SD, D},  {SE, SC}, {SW, SC}, {SR, SC}, {SC, D},  {SC, SE}, {SC, SW}, {SC, SR},
-        {SC, SD}, {F, RP},  {F, RR},  {RP, D},  {RP, RR}, {RR, D},
+        {SC, SD}, {F, RP},  {F, RR},  {RP, D},  {RP, RR}, {RR, D},  {F, RD},  {RD, D},
     };
     int allowed_m[QUAY_RS_COUNT_][QUAY_RS_COUNT_] = {{0}};
     for (size_t i = 0; i < COUNT_OF(allowed); i++) {
@@ -1238,6 +1284,7 @@ int main(void)
     subtest("COMPLETE actions on", t_complete_on);
     subtest("COMPLETE actions off", t_complete_off);
     subtest("quay_req_free before completion", t_free_before_completion);
+    subtest("one-sided put / get", t_rdma);
     subtest("allocator: hot path allocation-free", t_hot_path);
     subtest("allocator: failure at every point", t_failmalloc);
     subtest("every documented transition reached", t_coverage);

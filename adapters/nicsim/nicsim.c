@@ -61,8 +61,16 @@ typedef struct ns_pkt {
     uint8_t is_copy;   /* made by dup_ppm */
     uint8_t fated;     /* drop / corrupt decided (first offer) */
     uint8_t corrupted;
-    unsigned char data[];
+    /* RDMA operation (not a packet for quay_on_packet): executed against
+     * the destination's registered memory when delivered */
+    uint8_t rdma;        /* 0, or NS_RDMA_PUT / NS_RDMA_GET */
+    uint64_t token;      /* the initiator's, completed after execution */
+    uint64_t key, offset, rlen;
+    void *local;         /* GET: where the data goes at the initiator */
+    unsigned char data[]; /* PUT: the data, read at issue */
 } ns_pkt;
+
+enum { NS_RDMA_PUT = 1, NS_RDMA_GET = 2 };
 
 /* Per-link fault state, allocated on first override / black hole. */
 typedef struct ns_lfx {
@@ -251,6 +259,7 @@ static ns_pkt *pkt_alloc(nicsim *sim, uint64_t len)
     p->is_copy = 0;
     p->fated = 0;
     p->corrupted = 0;
+    p->rdma = 0;
     return p;
 }
 
@@ -614,8 +623,14 @@ static void emit_fault(nicsim *sim, int kind, int32_t rank, int32_t peer,
 }
 
 /* A packet that left the network without being offered to its engine. */
+static void opd_push(nicsim *sim, int32_t r, uint64_t token, int status);
+
 static void pkt_lost(nicsim *sim, ns_pkt *p, uint64_t reason)
 {
+    /* A lost RDMA operation (an end killed, the link black-holed) still
+     * completes at a live initiator, as failed. */
+    if (p->rdma && !sim->nodes[p->src].killed)
+        opd_push(sim, p->src, p->token, QUAY_EPEER);
     if (reason == NICSIM_DROP_RANDOM)
         sim->st.drops++;
     else if (reason == NICSIM_DROP_BLACKHOLE)
@@ -691,6 +706,90 @@ static void emit_placed(nicsim *sim, const ns_pkt *p, const nicsim_event *fev)
 {
     if (fev->kind != 0)
         emit_fault(sim, fev->kind, p->src, p->dst, p, fev->aux);
+}
+
+/*
+ * RDMA_PUT / RDMA_GET: an operation on the link like a packet (delivery
+ * order stays the scheduler's choice; delay, reorder and NIC stalls apply)
+ * but never dropped, duplicated or corrupted: an RDMA NIC's transport is
+ * reliable, and a refused key is reported, not lost. A PUT's data is read
+ * from the initiator at issue; on delivery the target's key, offset and
+ * length are checked by the target engine (quay_mem_resolve), the data
+ * moved, and the initiator's op_done queued with the result.
+ */
+static void pull_rdma(nicsim *sim, int32_t r, const quay_action *a)
+{
+    static const nicsim_faults reliable; /* timing faults only, below */
+    int put = a->kind == QUAY_ACT_RDMA_PUT;
+    nicsim_event fev;
+    const nicsim_faults *f;
+    ns_pkt *p;
+    int rc;
+    if (a->peer < 0 || (uint32_t)a->peer >= sim->n || a->peer == r ||
+        (a->rdma.local == NULL && a->rdma.len != 0)) {
+        note_error(sim, r, a->peer, QUAY_EINVAL);
+        opd_push(sim, r, a->token, QUAY_EINVAL);
+        return;
+    }
+    p = pkt_alloc(sim, put ? a->rdma.len : 0);
+    if (p == NULL) {
+        note_error(sim, r, a->peer, QUAY_ENOMEM);
+        opd_push(sim, r, a->token, QUAY_EPEER);
+        return;
+    }
+    if (put && a->rdma.len != 0)
+        memcpy(p->data, a->rdma.local, (size_t)a->rdma.len);
+    p->id = sim->next_pkt_id++;
+    p->src = r;
+    p->dst = a->peer;
+    p->rdma = put ? NS_RDMA_PUT : NS_RDMA_GET;
+    p->token = a->token;
+    p->key = a->rdma.key;
+    p->offset = a->rdma.offset;
+    p->rlen = a->rdma.len;
+    p->local = a->rdma.local;
+    p->fated = 1; /* never dropped or corrupted */
+    sim->st.rdma_ops++;
+    if (sim->nodes[r].killed || sim->nodes[a->peer].killed) {
+        pkt_lost(sim, p, NICSIM_DROP_KILLED);
+        return;
+    }
+    if (link_blackholed(sim, r, a->peer)) {
+        pkt_lost(sim, p, NICSIM_DROP_BLACKHOLE);
+        return;
+    }
+    /* Delay and reorder as the link's, nothing that loses or copies. */
+    f = link_faults(sim, r, a->peer);
+    nicsim_faults timing = reliable;
+    timing.delay_ppm = f->delay_ppm;
+    timing.delay_max = f->delay_max;
+    timing.reorder_ppm = f->reorder_ppm;
+    rc = place(sim, p, &timing, &fev);
+    if (rc != 0) {
+        pkt_release(sim, p);
+        note_error(sim, r, a->peer, rc);
+        opd_push(sim, r, a->token, QUAY_EPEER);
+    }
+}
+
+static void rdma_execute(nicsim *sim, ns_pkt *p)
+{
+    void *addr = NULL;
+    int put = p->rdma == NS_RDMA_PUT;
+    int rc = quay_mem_resolve(sim->nodes[p->dst].e, p->key, p->offset, p->rlen,
+                              put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
+    if (rc == 0 && p->rlen != 0) {
+        if (put)
+            memcpy(addr, p->data, (size_t)p->rlen);
+        else
+            memcpy(p->local, addr, (size_t)p->rlen);
+    }
+    if (rc == 0)
+        sim->st.rdma_bytes += p->rlen;
+    else
+        sim->st.rdma_refused++;
+    opd_push(sim, p->src, p->token, rc);
+    bump(sim, p->src);
 }
 
 static void pull_send(nicsim *sim, int32_t r, const quay_action *a)
@@ -840,18 +939,7 @@ static void pull(nicsim *sim, int32_t r)
             break;
         case QUAY_ACT_RDMA_PUT:
         case QUAY_ACT_RDMA_GET:
-            /*
-             * Remote-memory protocols (DESIGN §4 RDMA rendezvous). The
-             * place for them: keep a table of quay_mem_register'ed regions
-             * per rank (key -> base, len), copy rdma.len bytes between
-             * rdma.local and the peer's (key, offset) as an in-flight
-             * "RDMA packet" on the link so that delivery order stays
-             * adversarial, then queue op_done. The engine emits none yet;
-             * an RDMA action here is an error, answered so that the engine
-             * is not left waiting.
-             */
-            note_error(sim, r, a.peer, QUAY_ENOTSUP);
-            opd_push(sim, r, a.token, QUAY_ENOTSUP);
+            pull_rdma(sim, r, &a);
             break;
         default:
             note_error(sim, r, a.peer, QUAY_EINVAL);
@@ -918,6 +1006,13 @@ static void deliver(nicsim *sim, uint32_t id, uint32_t idx)
         sim->stalled[sim->nstalled++] = dst;
         sim->st.stalls++;
         emit_fault(sim, NICSIM_EV_STALL, dst, src, p, k);
+        return;
+    }
+    if (p->rdma) {
+        link_remove(sim, id, idx);
+        sim->ninflight--;
+        rdma_execute(sim, p);
+        pkt_release(sim, p);
         return;
     }
     if (!p->fated) {

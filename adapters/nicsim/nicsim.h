@@ -42,6 +42,12 @@
  * packets are not deliverable, a dropped packet is a DELIVER choice that
  * ends in a DROP event.
  *
+ * RDMA_PUT / RDMA_GET actions travel the link like packets (delivery is
+ * a choice; delay, reorder and stalls apply; drop, duplicate and corrupt
+ * do not: RDMA transports are reliable) and are executed on delivery
+ * against the target engine's registered memory (quay_mem_resolve), then
+ * the initiator's op_done is queued with the result. They emit no events.
+ *
  * The timed (LogGP) mode of DESIGN §7 is not here yet.
  */
 #ifndef QUAY_NICSIM_H
@@ -189,8 +195,7 @@ typedef enum nicsim_event_kind {
                                  ESTATE, or a fatal code) */
     NICSIM_EV_OP_DONE = 6,  /**< about to call quay_on_op_done(`token`) */
     NICSIM_EV_ERROR = 7,    /**< an engine call or action was wrong: `rc`
-                                 is the code (or QUAY_ENOTSUP for an RDMA
-                                 action the simulator cannot run yet) */
+                                 is the code */
     NICSIM_EV_NOTIFY = 8,   /**< NOTIFY pulled from `rank` for `peer` */
     /* Faults. Send-side ones (DUP, DELAY, REORDER) name the sender as
      * `rank`, like SEND; delivery-side ones (DROP, CORRUPT, STALL) name
@@ -305,7 +310,6 @@ typedef struct nicsim_stats {
     uint64_t rejects;        /**< quay_on_packet == EPROTO / ESTATE */
     uint64_t op_dones;       /**< quay_on_op_done calls */
     uint64_t errors;         /**< op_done refused, bad action, bad peer,
-                                  RDMA action (not simulated yet),
                                   unexpected return code */
     uint64_t fatal;          /**< fatal codes returned by engines */
     int32_t first_fatal;     /**< the first of them, or 0 */
@@ -333,6 +337,10 @@ typedef struct nicsim_stats {
     uint64_t stalls;         /**< STALL events */
     uint64_t kills;          /**< ranks killed */
     uint64_t epeer_op_dones; /**< op_dones given QUAY_EPEER by a kill */
+    /* RDMA actions (executed against the target's registered memory). */
+    uint64_t rdma_ops;       /**< RDMA_PUT / RDMA_GET actions issued */
+    uint64_t rdma_bytes;     /**< bytes moved by those that succeeded */
+    uint64_t rdma_refused;   /**< ... refused by the target's key check */
 } nicsim_stats;
 
 void nicsim_get_stats(const nicsim *sim, nicsim_stats *st);

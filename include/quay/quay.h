@@ -256,6 +256,10 @@ typedef struct quay_config {
      *  (context switch) while the others run. More than one needs flow
      *  control (the frame carries the channel). Default 1. */
     uint32_t channels;
+    /** Registered memory regions alive at once per channel (user
+     *  registrations and the remote-memory protocols' own), at most 2^17.
+     *  Default 256. */
+    uint32_t max_regions;
 } quay_config;
 
 /** Most channels an engine may have (quay_config.channels). */
@@ -464,6 +468,61 @@ QUAY_API int quay_buffer_attach(quay_engine *e, void *buf, size_t len);
 QUAY_API int quay_buffer_detach(quay_engine *e, void **pbuf, size_t *plen);
 
 /* ------------------------------------------------------------------ */
+/* Registered memory and one-sided transfers                            */
+/* ------------------------------------------------------------------ */
+
+/** Access rights of a registered region (quay_mem_register). */
+enum {
+    QUAY_MEM_READ = 1u << 0,  /**< peers may read it (RDMA_GET) */
+    QUAY_MEM_WRITE = 1u << 1  /**< peers may write it (RDMA_PUT) */
+};
+
+/**
+ * Register `len` bytes at `base` for remote access by peers' RDMA actions,
+ * with `access` (QUAY_MEM_*). *key receives an opaque 64-bit key to give
+ * to peers; it names this channel's region and is refused once the region
+ * is deregistered (keys are never reused). The memory must stay valid
+ * until quay_mem_deregister. Returns 0, QUAY_EINVAL, QUAY_EAGAIN (the
+ * max_regions table is full).
+ */
+QUAY_API int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access,
+                               uint64_t *key);
+
+/** Deregister a region registered by quay_mem_register. QUAY_EINVAL for
+ *  an unknown, stale or engine-internal key. Transfers already executing
+ *  on it are the caller's business (as with verbs). */
+QUAY_API int quay_mem_deregister(quay_engine *e, uint64_t key);
+
+/**
+ * For adapters executing an RDMA action whose target is this engine
+ * (any channel handle): check (key, offset, len) against the registered
+ * regions and the access the action needs (QUAY_MEM_READ for a GET,
+ * QUAY_MEM_WRITE for a PUT). 0 and *addr = the local address; QUAY_ESTATE
+ * (stale or forged key: nothing is dereferenced); QUAY_EPROTO (outside the
+ * region, or access not granted); QUAY_EINVAL. Report a refusal to the
+ * initiator as the action's op_done status.
+ */
+QUAY_API int quay_mem_resolve(const quay_engine *e, uint64_t key, uint64_t offset,
+                              uint64_t len, uint32_t access, void **addr);
+
+/**
+ * One-sided transfers to or from world rank `peer`'s registered memory
+ * (key and offset as the peer registered and published them): put writes
+ * `len` bytes from `local` there, get reads them into `local`. They
+ * become an RDMA_PUT / RDMA_GET action (to this rank itself: done at
+ * once); the request completes at its op_done, with status.error the
+ * adapter's status (e.g. QUAY_ESTATE for a key the peer refused) and
+ * status.count = len on success. `local` must stay valid until then.
+ * Needs the transport capability (QUAY_CAP_RDMA_PUT / _GET) unless peer
+ * is this rank. Returns 0, QUAY_EINVAL, QUAY_ERANK, QUAY_ENOTSUP,
+ * QUAY_EAGAIN.
+ */
+QUAY_API int quay_iput(quay_engine *e, int32_t peer, const void *local, size_t len,
+                       uint64_t key, uint64_t offset, quay_req **preq);
+QUAY_API int quay_iget(quay_engine *e, int32_t peer, void *local, size_t len, uint64_t key,
+                       uint64_t offset, quay_req **preq);
+
+/* ------------------------------------------------------------------ */
 /* Arrivals, time, output                                               */
 /* ------------------------------------------------------------------ */
 
@@ -662,6 +721,8 @@ typedef enum quay_req_state {
     /* receive side */
     QUAY_RS_RECV_POSTED,   /**< in the posted queue */
     QUAY_RS_RECV_RNDV,     /**< matched an RTS: granting, receiving data */
+    /* one-sided */
+    QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
     /* both */
     QUAY_RS_DONE,
     QUAY_RS_COUNT_

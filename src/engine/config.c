@@ -32,6 +32,7 @@ void quay_config_default(quay_config *cfg)
     cfg->retry_limit = 10;
     cfg->flow_credits = 0;
     cfg->channels = 1;
+    cfg->max_regions = 256;
 }
 
 int config_check(quay_config *c)
@@ -86,6 +87,8 @@ int config_check(quay_config *c)
         c->flow_credits = cr ? (uint32_t)cr : 1;
     }
     if (c->flow == QUAY_FLOW_CREDIT && c->flow_credits > (1u << 30))
+        return QUAY_EINVAL;
+    if (c->max_regions > (1u << 17))
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

@@ -97,6 +97,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     e->chan_id = id;
     e->root = root != NULL ? root : e;
     ql_init(&e->txq);
+    ql_init(&e->rdmaq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
 
@@ -107,6 +108,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
         rc = out_init(e);
     if (rc == 0)
         rc = match_init(e);
+    if (rc == 0)
+        rc = mem_init(e);
     *pe = e; /* even on failure: the caller frees it */
     return rc;
 }
@@ -126,6 +129,7 @@ static void channel_free(quay_engine *e)
     }
     match_fini(e);
     out_fini(e);
+    mem_fini(e);
     qfree(e, e->reqs);
     qfree(e, e->msgs);
     qfree(e, e->peers);

@@ -43,6 +43,7 @@ const char *quay_state_name(int state)
         [QUAY_RS_SEND_CANCEL] = "SEND_CANCEL",
         [QUAY_RS_RECV_POSTED] = "RECV_POSTED",
         [QUAY_RS_RECV_RNDV] = "RECV_RNDV",
+        [QUAY_RS_RDMA] = "RDMA",
         [QUAY_RS_DONE] = "DONE",
     };
     if (state < 0 || state >= QUAY_RS_COUNT_)

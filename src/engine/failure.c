@@ -25,6 +25,10 @@ int32_t req_waits_on(const quay_engine *e, const quay_req *r)
 {
     if (r->state == QUAY_RS_FREE || r->state == QUAY_RS_DONE)
         return -1;
+    /* One-sided: the adapter owns the transfer and reports its failure
+     * through op_done (the local memory is in use until then). */
+    if (r->kind == RK_RDMA)
+        return -1;
     if (r->state == QUAY_RS_RECV_POSTED)
         return r->rank != QUAY_ANY_SOURCE ? r->comm->world[r->rank] : -1;
     return r->peer != e->rank ? r->peer : -1;

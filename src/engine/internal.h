@@ -43,7 +43,7 @@
 #define REQ_MAX ((1u << REQ_IDX_BITS) - 1u)
 
 /* Request kinds. */
-enum { RK_SEND = 1, RK_RECV = 2 };
+enum { RK_SEND = 1, RK_RECV = 2, RK_RDMA = 3 /* one-sided put / get */ };
 
 /* Request flags. */
 enum {
@@ -108,6 +108,8 @@ typedef struct quay_req {
     uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
     uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
     void *bsend_block;  /* internal buffered-send carrier: its block */
+    uint64_t rkey;      /* one-sided: the peer's key and offset */
+    uint64_t roff;
 } quay_req;
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
@@ -157,6 +159,20 @@ struct quay_comm {
     uint32_t nreqs;      /* requests referencing this comm */
 };
 
+/* Registered memory region (mem.c). */
+typedef struct mregion {
+    void *base;
+    uint64_t len;
+    uint32_t gen;       /* in every key of it; bumped on each registration */
+    uint32_t next_free; /* free list (index), UINT32_MAX at the end */
+    uint8_t access;     /* QUAY_MEM_READ | QUAY_MEM_WRITE */
+    uint8_t internal;   /* registered by a protocol, not the user */
+    uint8_t in_use;
+} mregion;
+
+/* Outgoing descriptor kinds beyond wire packet types: RDMA actions. */
+enum { QOUT_RDMA_PUT = 0x40, QOUT_RDMA_GET = 0x41 };
+
 /* Outgoing descriptor: one SEND action until its op_done. */
 typedef struct qout {
     uint32_t gen;
@@ -177,6 +193,9 @@ typedef struct qout {
     uint8_t failed;   /* abandoned because the peer failed */
     uint8_t resent;   /* retransmitted at least once: no RTT sample (Karn) */
     uint64_t sent_ns; /* first transmission (engine time) */
+    /* RDMA actions: the peer's key and offset (payload is the local side) */
+    uint64_t rkey;
+    uint64_t roff;
     /* channel frame, then the engine header at OUT_HDR(o) */
     uint8_t hdr[CHAN_FRAME_LEN + QUAY_MAX_HEADER];
 } qout;
@@ -278,6 +297,7 @@ struct quay_engine {
     uint32_t ctrl_cap, ctrl_mask, ctrl_head, ctrl_count;
 
     qlink txq;           /* requests with packets to emit */
+    qlink rdmaq;         /* one-sided requests waiting for their action */
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     uint32_t ndrain_blocked;
 
@@ -305,6 +325,13 @@ struct quay_engine {
     uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
     uint32_t crc_table[256];
+
+    /* registered memory (mem.c) */
+    mregion *regions;
+    uint32_t nregions;
+    uint32_t regions_used;
+    uint32_t region_free;
+    uint64_t mem_secret;
 
     /* channels: channel 0 is the engine the user created (the root); it
      * owns the others and faces the transport (engine.c dispatches) */
@@ -456,6 +483,24 @@ int context_switchable(const quay_engine *e);
 /** Discard the running context: an empty one with `key` takes its place,
  *  quiesced. Pools, bins and statistics stay; request ids keep counting. */
 void context_reset(quay_engine *e, uint32_t key);
+
+/* ---- registered memory (mem.c) ------------------------------------------- */
+int mem_init(quay_engine *e);
+void mem_fini(quay_engine *e);
+/** The region a key names on this channel, or NULL (stale, forged, other
+ *  channel). */
+mregion *mem_lookup(const quay_engine *e, uint64_t key);
+int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
+                 uint64_t *key);
+void mem_release(quay_engine *e, mregion *m);
+
+/* ---- one-sided transfers (rdma.c) ------------------------------------------ */
+/** Build r's RDMA action into o. */
+void rdma_emit(quay_req *r, qout *o);
+/** Fill the RDMA action of o. */
+void rdma_fill(quay_engine *e, qout *o, quay_action *a);
+/** Complete r once its action is done. */
+void rdma_progress(quay_engine *e, quay_req *r);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

@@ -116,7 +116,7 @@ void out_release(quay_engine *e, qout *o, int status)
         r->flags |= RF_FAILED | RF_WIRE_DONE;
         if (r->status.error == 0)
             r->status.error = quay_err_is_fatal(status) ? QUAY_EPEER : status;
-    } else if (pkt == QUAY_PKT_EAGER) {
+    } else if (pkt == QUAY_PKT_EAGER || pkt >= QOUT_RDMA_PUT) {
         r->flags |= RF_WIRE_DONE;
     } else if (pkt == QUAY_PKT_DATA) {
         r->frags_done++;
@@ -314,6 +314,7 @@ int out_has_actions(const quay_engine *e)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
            !ql_empty(&e->txq) || !ql_empty(&e->cq) ||
+           (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
 }
 
@@ -339,6 +340,16 @@ int out_next_action(quay_engine *e, quay_action *a)
             continue;
         }
         qlink *n;
+        if (!e->quiesced && out_avail(e) && (n = ql_first(&e->rdmaq)) != NULL) {
+            /* One-sided: an RDMA action; quiesce holds them (C1). */
+            quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
+            ql_remove(&r->link);
+            qout *o = out_alloc(e);
+            rdma_emit(r, o);
+            e->st.pkts_out++;
+            rdma_fill(e, o, a);
+            return 1;
+        }
         if (out_avail(e) && (n = ql_first(&e->txq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);

@@ -344,6 +344,10 @@ void req_progress(quay_engine *e, quay_req *r)
         req_complete(e, r);
         return;
     }
+    if (r->kind == RK_RDMA) {
+        rdma_progress(e, r);
+        return;
+    }
     if (r->kind == RK_RECV) {
         if (r->state == QUAY_RS_RECV_RNDV && r->received == r->accepted &&
             !(r->flags & RF_NEED_CTS))

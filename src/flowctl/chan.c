@@ -613,8 +613,8 @@ int quay_channel_is_stable(const quay_engine *e)
      * (checked above) and op_done'd. */
     for (uint32_t i = 0; i < e->nouts; i++) {
         const qout *o = &e->outs[i];
-        if (o->in_use && o->framed && o->refs != 0)
-            return 0;
+        if (o->in_use && ((o->framed && o->refs != 0) || o->pkt >= QOUT_RDMA_PUT))
+            return 0; /* on the wire, or an RDMA action in the adapter */
     }
     return 1;
 }

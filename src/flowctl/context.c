@@ -76,12 +76,24 @@ void context_reset(quay_engine *e, uint32_t key)
     e->ctrl_count = 0;
 
     ql_init(&e->txq);
+    ql_init(&e->rdmaq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
     e->norphans = 0;
     e->ndrain_blocked = 0;
     match_reset(e);
     memset(&e->bs, 0, sizeof e->bs);
+    /* Regions go with the context; generations stay, so its keys die. */
+    e->region_free = UINT32_MAX;
+    for (uint32_t i = e->nregions; i-- > 0;) {
+        mregion *m = &e->regions[i];
+        m->in_use = 0;
+        m->base = NULL;
+        m->len = 0;
+        m->next_free = e->region_free;
+        e->region_free = i;
+    }
+    e->regions_used = 0;
 
     memset(e->peers, 0, (size_t)e->nranks * sizeof *e->peers);
     for (int32_t p = 0; p < e->nranks; p++)

@@ -34,6 +34,7 @@ enum { SNAP_SAVE, SNAP_CHECK, SNAP_APPLY };
 #define SEC_IDENT TAG('I', 'D', 'N', 'T')
 #define SEC_ENGINE TAG('E', 'N', 'G', 'N')
 #define SEC_REQIDS TAG('R', 'I', 'D', 'S')
+#define SEC_REGIONS TAG('R', 'E', 'G', 'N')
 #define SEC_COMMS TAG('C', 'O', 'M', 'M')
 #define SEC_REQS TAG('R', 'E', 'Q', 'S')
 #define SEC_MSGS TAG('M', 'S', 'G', 'S')
@@ -52,12 +53,14 @@ typedef struct snap {
     size_t pos;
     int err;            /* sticky: QUAY_ECORRUPT / QUAY_EFOREIGN / ENOMEM */
     /* CHECK bookkeeping (allocated for the check, NULL otherwise) */
-    uint8_t *req_live;  /* per slot: 1 live; 2/4/8 listed as posted / on
-                           txq / on cq; 16/32/64 its state says it must be */
+    uint16_t *req_live; /* per slot: 1 live; 2/4/8/16 listed as posted / on
+                           txq / on cq / on rdmaq; 32/64/128/256 its state
+                           says it must be */
     uint32_t *req_nout; /* per slot: saved nout, then minus outs found */
     uint64_t *req_stamp;
     uint8_t *msg_live;
     uint8_t *rank_seen;
+    uint8_t *region_seen;
     uint32_t *credit_held; /* per peer: restored messages holding credit */
     uint8_t *comm_live;
     int32_t *comm_size; /* per comm slot: size (0 when not live) */
@@ -68,7 +71,7 @@ typedef struct snap {
     uint32_t bs_blocks;     /* internal requests holding a block */
     uint32_t bs_nused;
     uint64_t ubytes;
-    uint32_t nposted, ntxq, ncq; /* flags counted over live requests */
+    uint32_t nposted, ntxq, ncq, nrdma; /* flags counted over live requests */
 } snap;
 
 /* ---- primitives ------------------------------------------------------------- */
@@ -228,21 +231,22 @@ static void sx_ident(snap *s)
     quay_engine *e = s->e;
     const quay_config *c = &e->cfg;
     /* Every field that shapes the state or the wire, as saved. */
-    uint64_t v[24] = {
+    uint64_t v[25] = {
         (uint64_t)(uint32_t)c->rank, (uint64_t)(uint32_t)c->nranks, e->chan_id,
         c->channels, c->flags, c->seed, c->eager_max, c->frag_size,
         c->pipeline_depth, c->max_packet, c->max_requests, c->max_unexpected,
         c->unexpected_bytes_max, c->max_out, c->max_ctrl, c->max_comms,
         c->reorder_window, c->transport_caps, c->flow, c->flow_window,
         c->rto_init_ns, c->rto_max_ns, c->retry_limit, c->flow_credits,
+        c->max_regions,
     };
-    uint32_t n = 24;
+    uint32_t n = 25;
     sx_u32(s, &n);
-    if (s->mode != SNAP_SAVE && s->err == 0 && n != 24) {
+    if (s->mode != SNAP_SAVE && s->err == 0 && n != 25) {
         s->err = QUAY_EFOREIGN;
         return;
     }
-    for (uint32_t i = 0; i < 24; i++) {
+    for (uint32_t i = 0; i < 25; i++) {
         uint64_t x = v[i];
         sx_u64(s, &x);
         if (s->mode != SNAP_SAVE && s->err == 0 && x != v[i])
@@ -309,6 +313,72 @@ static void sx_reqids(snap *s)
             corrupt(s);
         if (s->mode == SNAP_APPLY)
             e->reqs[i].id = id;
+    }
+}
+
+/* ---- registered regions (generations of every slot, then the live ones) -------- */
+
+static void sx_regions(snap *s)
+{
+    quay_engine *e = s->e;
+    uint32_t n = sx_count(s, e->nregions, e->nregions);
+    if (n != e->nregions)
+        corrupt(s);
+    for (uint32_t i = 0; i < n && s->err == 0; i++) {
+        uint32_t gen = e->regions[i].gen;
+        sx_u32(s, &gen);
+        if (gen >= (1u << 24))
+            corrupt(s);
+        if (s->mode == SNAP_APPLY)
+            e->regions[i].gen = gen;
+    }
+    uint32_t live = sx_count(s, e->regions_used, e->nregions);
+    uint32_t slot = 0;
+    uint8_t *seen = s->mode == SNAP_CHECK ? s->region_seen : NULL;
+    for (uint32_t k = 0; k < live && s->err == 0; k++) {
+        mregion tmp, *m = &tmp;
+        memset(&tmp, 0, sizeof tmp);
+        if (s->mode == SNAP_SAVE) {
+            while (!e->regions[slot].in_use)
+                slot++;
+            m = &e->regions[slot];
+        }
+        uint32_t idx = slot++;
+        sx_u32(s, &idx);
+        SX_PTR(s, m->base, void *);
+        sx_u64(s, &m->len);
+        sx_u8(s, &m->access);
+        sx_u8(s, &m->internal);
+        if (s->mode == SNAP_SAVE)
+            continue;
+        if (s->err != 0 || idx >= e->nregions || m->access == 0 ||
+            (m->access & ~(uint32_t)(QUAY_MEM_READ | QUAY_MEM_WRITE)) || m->internal > 1 ||
+            (m->base == NULL && m->len != 0)) {
+            corrupt(s);
+            return;
+        }
+        if (seen != NULL) {
+            if (seen[idx])
+                corrupt(s);
+            seen[idx] = 1;
+            continue;
+        }
+        mregion *d = &e->regions[idx];
+        d->base = m->base;
+        d->len = m->len;
+        d->access = m->access;
+        d->internal = m->internal;
+        d->in_use = 1;
+        e->regions_used++;
+    }
+    if (s->mode != SNAP_APPLY || s->err != 0)
+        return;
+    e->region_free = UINT32_MAX;
+    for (uint32_t i = e->nregions; i-- > 0;) {
+        if (e->regions[i].in_use)
+            continue;
+        e->regions[i].next_free = e->region_free;
+        e->region_free = i;
     }
 }
 
@@ -400,13 +470,16 @@ static int req_state_ok(const quay_req *r)
         return 1;
     if (r->kind == RK_SEND)
         return r->state >= QUAY_RS_SEND_EAGER && r->state <= QUAY_RS_SEND_CANCEL;
+    if (r->kind == RK_RDMA)
+        return r->state == QUAY_RS_RDMA;
     return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RNDV;
 }
 
 static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t boff)
 {
     const quay_engine *e = s->e;
-    if ((r->kind != RK_SEND && r->kind != RK_RECV) || !req_state_ok(r) ||
+    if ((r->kind != RK_SEND && r->kind != RK_RECV && r->kind != RK_RDMA) ||
+        !req_state_ok(r) ||
         r->mode > QUAY_SEND_BUFFERED || r->saved_state >= QUAY_RS_COUNT_ ||
         (r->flags & ~RF_ALL) || r->peer < -1 || r->peer >= e->nranks ||
         r->stamp > s->saved_stamp)
@@ -423,6 +496,9 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
         if (r->kind == RK_SEND && r->state != QUAY_RS_DONE &&
             (r->rank < 0 || r->rank >= size))
             return 0;
+    } else if (r->kind == RK_RDMA) {
+        if (r->state != QUAY_RS_DONE && (r->peer < 0 || r->peer == e->rank))
+            return 0; /* one-sided to self completes at once */
     } else if (r->state != QUAY_RS_DONE) {
         return 0; /* only completed requests (PROC_NULL) lack a comm */
     }
@@ -488,6 +564,8 @@ static void sx_req(snap *s, quay_req *r, uint32_t *ci, uint32_t *boff)
     sx_u32(s, &r->ncts);
     sx_u64(s, &r->cts_bits);
     sx_u32(s, &r->cts_total);
+    sx_u64(s, &r->rkey);
+    sx_u64(s, &r->roff);
     sx_u32(s, boff);
 }
 
@@ -508,7 +586,7 @@ static void sx_req_list(snap *s, int which, quay_req **order, uint32_t n_save)
 {
     quay_engine *e = s->e;
     uint32_t n = sx_count(s, n_save, e->nreqs);
-    uint8_t bit = (uint8_t)(2u << which);
+    uint16_t bit = (uint16_t)(2u << which);
     uint64_t last_stamp = 0;
     for (uint32_t k = 0; k < n && s->err == 0; k++) {
         uint32_t i = s->mode == SNAP_SAVE ? req_index(e, order[k]) : 0;
@@ -520,7 +598,7 @@ static void sx_req_list(snap *s, int which, quay_req **order, uint32_t n_save)
             return;
         }
         if (s->mode == SNAP_CHECK) {
-            if (!(s->req_live[i] & (16u << which)) || (s->req_live[i] & bit))
+            if (!(s->req_live[i] & (32u << which)) || (s->req_live[i] & bit))
                 corrupt(s); /* listed once, and only if its state says so */
             s->req_live[i] |= bit;
             if (which == 0) { /* posted receives, oldest first */
@@ -537,6 +615,8 @@ static void sx_req_list(snap *s, int which, quay_req **order, uint32_t n_save)
             r->stamp = st;
         } else if (which == 1) {
             ql_push_tail(&e->txq, &r->link);
+        } else if (which == 3) {
+            ql_push_tail(&e->rdmaq, &r->link);
         } else {
             ql_push_tail(&e->cq, &r->clink);
         }
@@ -544,7 +624,9 @@ static void sx_req_list(snap *s, int which, quay_req **order, uint32_t n_save)
     if (s->mode == SNAP_APPLY && which == 0)
         e->stamp = s->saved_stamp; /* match_add_posted counted on */
     if (s->mode == SNAP_CHECK) {
-        uint32_t want = which == 0 ? s->nposted : which == 1 ? s->ntxq : s->ncq;
+        uint32_t want = which == 0 ? s->nposted : which == 1 ? s->ntxq
+                      : which == 2           ? s->ncq
+                                             : s->nrdma;
         if (n != want)
             corrupt(s);
     }
@@ -580,16 +662,19 @@ static void sx_reqs(snap *s)
         if (s->mode == SNAP_CHECK) {
             if (s->req_live[idx])
                 corrupt(s);
-            s->req_live[idx] = (uint8_t)(1u | (r->state == QUAY_RS_RECV_POSTED ? 16u : 0u) |
-                                         ((r->flags & RF_ON_TXQ) ? 32u : 0u) |
-                                         ((r->flags & RF_ON_CQ) ? 64u : 0u));
+            s->req_live[idx] = (uint16_t)(1u | (r->state == QUAY_RS_RECV_POSTED ? 32u : 0u) |
+                                          ((r->flags & RF_ON_TXQ) ? 64u : 0u) |
+                                          ((r->flags & RF_ON_CQ) ? 128u : 0u) |
+                                          (r->state == QUAY_RS_RDMA ? 256u : 0u));
             s->req_nout[idx] = r->nout;
             s->req_stamp[idx] = r->stamp;
             s->nposted += r->state == QUAY_RS_RECV_POSTED;
             s->ntxq += (r->flags & RF_ON_TXQ) != 0;
             s->ncq += (r->flags & RF_ON_CQ) != 0;
+            s->nrdma += r->state == QUAY_RS_RDMA;
             s->bs_blocks += boff != SNAP_NONE;
-            if (r->state == QUAY_RS_RECV_POSTED && (r->flags & RF_ON_TXQ))
+            if ((r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RDMA) &&
+                (r->flags & RF_ON_TXQ))
                 corrupt(s); /* one link, one list */
             continue;
         }
@@ -610,7 +695,7 @@ static void sx_reqs(snap *s)
 
     /* Lists, in order. */
     quay_req **order = NULL;
-    uint32_t cnt[3] = {0, 0, 0};
+    uint32_t cnt[4] = {0, 0, 0, 0};
     if (s->mode == SNAP_SAVE && e->reqs_used != 0) {
         order = qalloc(e, (size_t)e->reqs_used * sizeof *order);
         if (order == NULL) {
@@ -618,7 +703,7 @@ static void sx_reqs(snap *s)
             return;
         }
     }
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < 4; which++) {
         if (s->mode == SNAP_SAVE) {
             uint32_t m = 0;
             if (which == 0) {
@@ -628,9 +713,9 @@ static void sx_reqs(snap *s)
                 if (m > 1)
                     qsort(order, m, sizeof *order, cmp_stamp);
             } else {
-                qlink *h = which == 1 ? &e->txq : &e->cq;
+                qlink *h = which == 1 ? &e->txq : which == 2 ? &e->cq : &e->rdmaq;
                 for (qlink *l = ql_first(h); l != NULL; l = ql_next(h, l))
-                    order[m++] = which == 1 ? QUAY_CONTAINER_OF(l, quay_req, link)
+                    order[m++] = which != 2 ? QUAY_CONTAINER_OF(l, quay_req, link)
                                             : QUAY_CONTAINER_OF(l, quay_req, clink);
             }
             cnt[which] = m;
@@ -1022,11 +1107,13 @@ static void sx_ctrl(snap *s)
 
 static void walk(snap *s)
 {
-    static const uint32_t tags[8] = {SEC_IDENT, SEC_ENGINE, SEC_REQIDS, SEC_COMMS,
-                                     SEC_REQS, SEC_MSGS, SEC_PEERS, SEC_CTRL};
-    static void (*const fns[8])(snap *) = {sx_ident, sx_engine, sx_reqids, sx_comms,
-                                           sx_reqs, sx_msgs, sx_peers, sx_ctrl};
-    for (int i = 0; i < 8 && s->err == 0; i++) {
+    static const uint32_t tags[9] = {SEC_IDENT, SEC_ENGINE,  SEC_REQIDS,
+                                     SEC_REGIONS, SEC_COMMS, SEC_REQS,
+                                     SEC_MSGS,  SEC_PEERS,   SEC_CTRL};
+    static void (*const fns[9])(snap *) = {sx_ident, sx_engine, sx_reqids,
+                                           sx_regions, sx_comms, sx_reqs,
+                                           sx_msgs, sx_peers, sx_ctrl};
+    for (int i = 0; i < 9 && s->err == 0; i++) {
         size_t outer;
         size_t at = sec_begin(s, tags[i], &outer);
         if (s->err == 0)
@@ -1095,6 +1182,7 @@ static void snap_scratch_free(snap *s)
     qfree(e, s->req_stamp);
     qfree(e, s->msg_live);
     qfree(e, s->rank_seen);
+    qfree(e, s->region_seen);
     qfree(e, s->credit_held);
     qfree(e, s->comm_live);
     qfree(e, s->comm_size);
@@ -1104,20 +1192,22 @@ static void snap_scratch_free(snap *s)
 static int snap_scratch(snap *s)
 {
     quay_engine *e = s->e;
-    s->req_live = qalloc(e, e->nreqs);
+    s->req_live = qalloc(e, (size_t)e->nreqs * sizeof *s->req_live);
     s->req_nout = qalloc(e, (size_t)e->nreqs * sizeof *s->req_nout);
     s->req_stamp = qalloc(e, (size_t)e->nreqs * sizeof *s->req_stamp);
     s->msg_live = qalloc(e, e->nmsgs);
     s->rank_seen = qalloc(e, (size_t)e->nranks);
+    s->region_seen = qalloc(e, e->nregions);
     s->credit_held = qalloc(e, (size_t)e->nranks * sizeof *s->credit_held);
     s->comm_live = qalloc(e, e->ncomms_max);
     s->comm_size = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_size);
     s->comm_ctx = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_ctx);
     if (!s->req_live || !s->req_nout || !s->req_stamp || !s->msg_live || !s->rank_seen ||
-        !s->credit_held ||
+        !s->credit_held || !s->region_seen ||
         !s->comm_live || !s->comm_size || !s->comm_ctx)
         return QUAY_ENOMEM;
-    memset(s->req_live, 0, e->nreqs);
+    memset(s->req_live, 0, (size_t)e->nreqs * sizeof *s->req_live);
+    memset(s->region_seen, 0, e->nregions);
     memset(s->credit_held, 0, (size_t)e->nranks * sizeof *s->credit_held);
     memset(s->msg_live, 0, e->nmsgs);
     memset(s->comm_live, 0, e->ncomms_max);
