@@ -38,10 +38,7 @@ static uint64_t rng;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)((rng >> 16) % n);
+    return tn_rnd(&rng, n);
 }
 
 typedef struct job {
@@ -155,22 +152,10 @@ static uint64_t user_bad_crc(void)
     return n;
 }
 
-/* One network step: deliver, lose or duplicate a packet; usually one near
- * the head of the queue, sometimes any (a long delay). */
+/* One network step; one pick in 16 anywhere in flight (a long delay). */
 static void net_step(int loss_pct)
 {
-    tn_pull_all(&T);
-    if (T.nq == 0)
-        return;
-    int i = rnd(16) == 0 ? (int)rnd((uint32_t)T.nq)
-                         : (int)rnd((uint32_t)T.nq < 4 ? (uint32_t)T.nq : 4);
-    uint32_t x = rnd(100);
-    if ((int)x < loss_pct)
-        tn_drop(&T, i);
-    else if ((int)x < 2 * loss_pct && T.nq < TN_MAX_PKTS - 1)
-        tn_dup(&T, i);
-    else
-        tn_deliver(&T, i);
+    tn_lossy_step(&T, &rng, loss_pct, 16);
 }
 
 static void advance(int loss_pct)

@@ -146,26 +146,12 @@ static uint64_t rng;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (uint32_t)((rng >> 16) % n);
+    return tn_rnd(&rng, n);
 }
 
-/* One network step: deliver, lose or duplicate a random packet. */
 static void net_step(int loss_pct)
 {
-    tn_pull_all(&T);
-    if (T.nq == 0)
-        return;
-    int i = (int)rnd((uint32_t)T.nq < 4 ? (uint32_t)T.nq : 4); /* near-FIFO */
-    uint32_t x = rnd(100);
-    if ((int)x < loss_pct)
-        tn_drop(&T, i);
-    else if ((int)x < 2 * loss_pct && T.nq < TN_MAX_PKTS - 1)
-        tn_dup(&T, i);
-    else
-        tn_deliver(&T, i);
+    tn_lossy_step(&T, &rng, loss_pct, 0);
 }
 
 static int seeded_run(uint64_t seed, uint32_t flow, int *switches_out)

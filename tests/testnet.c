@@ -212,3 +212,30 @@ int tn_good(const quay_req *r, uint64_t len)
     quay_status st;
     return tn_done(r, &st) && st.error == 0 && !st.cancelled && st.count == len;
 }
+
+uint32_t tn_rnd(uint64_t *state, uint32_t n)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return (uint32_t)((x >> 16) % n);
+}
+
+void tn_lossy_step(testnet *t, uint64_t *rng, int loss_pct, uint32_t wide)
+{
+    tn_pull_all(t);
+    if (t->nq == 0)
+        return;
+    uint32_t nq = (uint32_t)t->nq;
+    int i = wide != 0 && tn_rnd(rng, wide) == 0 ? (int)tn_rnd(rng, nq)
+                                                 : (int)tn_rnd(rng, nq < 4 ? nq : 4);
+    uint32_t x = tn_rnd(rng, 100);
+    if ((int)x < loss_pct)
+        tn_drop(t, i);
+    else if ((int)x < 2 * loss_pct && t->nq < TN_MAX_PKTS - 1)
+        tn_dup(t, i);
+    else
+        tn_deliver(t, i);
+}

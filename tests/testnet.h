@@ -69,6 +69,14 @@ int tn_find(const testnet *t, int pkt);
 /** Type of in-flight packet i. */
 int tn_type(const testnet *t, int i);
 
+/** Seeded xorshift: a number in [0, n) (n > 0), advancing *state. */
+uint32_t tn_rnd(uint64_t *state, uint32_t n);
+/** One lossy network step: pull everything, then deliver, lose
+ *  (loss_pct %) or duplicate (loss_pct %) one packet, picked among the
+ *  first four in flight (near-FIFO) or, one time in `wide` (0: never),
+ *  anywhere (a long delay). Randomness from *rng. */
+void tn_lossy_step(testnet *t, uint64_t *rng, int loss_pct, uint32_t wide);
+
 /** Deterministic payload: byte i of buffer `seed`. */
 void tn_fill(uint8_t *b, size_t n, int seed);
 /** 1 if r is complete (status in *st when st != NULL). */
