@@ -116,17 +116,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
 
 static void channel_free(quay_engine *e)
 {
-    if (e->msgs != NULL) {
-        for (uint32_t i = 0; i < e->nmsgs; i++)
-            if (e->msgs[i].where != UM_FREE)
-                qfree(e, e->msgs[i].data);
-    }
-    if (e->comms != NULL) {
-        for (uint32_t i = 0; i < e->ncomms_max; i++) {
-            qfree(e, e->comms[i].world);
-            qfree(e, e->comms[i].unexp_src);
-        }
-    }
+    context_free_heap(e);
     match_fini(e);
     out_fini(e);
     mem_fini(e);

@@ -463,6 +463,11 @@ qout *out_alloc(quay_engine *e);
 #define OUT_TOKEN_CHAN_SHIFT 28
 #define OUT_TOKEN_CHAN_MASK 0xFu
 #define OUT_TOKEN_IDX_MASK 0x0FFFFFFFu
+static inline uint64_t out_token(const quay_engine *e, const qout *o)
+{
+    return (uint64_t)o->gen << 32 | (uint64_t)e->chan_id << OUT_TOKEN_CHAN_SHIFT |
+           (uint64_t)(o - e->outs);
+}
 /* One channel's share of quay_has_actions / next_action / on_op_done. */
 int out_has_actions(const quay_engine *e);
 int out_next_action(quay_engine *e, quay_action *a);
@@ -483,6 +488,12 @@ int context_switchable(const quay_engine *e);
 /** Discard the running context: an empty one with `key` takes its place,
  *  quiesced. Pools, bins and statistics stay; request ids keep counting. */
 void context_reset(quay_engine *e, uint32_t key);
+/** Free what the context holds outside the pools: payload copies of live
+ *  messages, communicators' rank maps (arrays may be NULL). */
+void context_free_heap(quay_engine *e);
+/** Rebuild the request, message and region free lists, in index order,
+ *  from the slots' own state (FREE, UM_FREE, not in use). */
+void context_rebuild_free(quay_engine *e);
 
 /* ---- registered memory (mem.c) ------------------------------------------- */
 int mem_init(quay_engine *e);

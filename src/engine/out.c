@@ -269,8 +269,7 @@ void out_fill_send(quay_engine *e, qout *o, quay_action *a)
 {
     a->kind = QUAY_ACT_SEND;
     a->peer = o->peer;
-    a->token = (uint64_t)o->gen << 32 |
-               (uint64_t)e->chan_id << OUT_TOKEN_CHAN_SHIFT | (uint64_t)(o - e->outs);
+    a->token = out_token(e, o);
     if (o->framed) {
         a->iov[0].base = o->hdr;
         a->iov[0].len = (size_t)CHAN_FRAME_LEN + o->hdr_len;

@@ -89,8 +89,7 @@ void rdma_fill(quay_engine *e, qout *o, quay_action *a)
     memset(a, 0, sizeof *a);
     a->kind = o->pkt == QOUT_RDMA_PUT ? QUAY_ACT_RDMA_PUT : QUAY_ACT_RDMA_GET;
     a->peer = o->peer;
-    a->token = (uint64_t)o->gen << 32 |
-               (uint64_t)e->chan_id << OUT_TOKEN_CHAN_SHIFT | (uint64_t)(o - e->outs);
+    a->token = out_token(e, o);
     a->rdma.key = o->rkey;
     a->rdma.offset = o->roff;
     a->rdma.local = (void *)(uintptr_t)o->payload;

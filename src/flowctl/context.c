@@ -21,23 +21,61 @@ int context_switchable(const quay_engine *e)
     return 0;
 }
 
+void context_free_heap(quay_engine *e)
+{
+    if (e->msgs != NULL)
+        for (uint32_t i = 0; i < e->nmsgs; i++)
+            if (e->msgs[i].where != UM_FREE) {
+                qfree(e, e->msgs[i].data);
+                e->msgs[i].data = NULL;
+            }
+    if (e->comms != NULL)
+        for (uint32_t i = 0; i < e->ncomms_max; i++) {
+            qfree(e, e->comms[i].world);
+            qfree(e, e->comms[i].unexp_src);
+            e->comms[i].world = NULL;
+            e->comms[i].unexp_src = NULL;
+        }
+}
+
+void context_rebuild_free(quay_engine *e)
+{
+    e->req_free = NULL;
+    for (uint32_t i = e->nreqs; i-- > 0;) {
+        quay_req *r = &e->reqs[i];
+        if (r->state != QUAY_RS_FREE)
+            continue;
+        r->link.next = (qlink *)e->req_free;
+        e->req_free = r;
+    }
+    e->msg_free = NULL;
+    for (uint32_t i = e->nmsgs; i-- > 0;) {
+        umsg *m = &e->msgs[i];
+        if (m->where != UM_FREE)
+            continue;
+        m->blink.next = (qlink *)e->msg_free;
+        e->msg_free = m;
+    }
+    e->region_free = UINT32_MAX;
+    for (uint32_t i = e->nregions; i-- > 0;) {
+        if (e->regions[i].in_use)
+            continue;
+        e->regions[i].next_free = e->region_free;
+        e->region_free = i;
+    }
+}
+
 void context_reset(quay_engine *e, uint32_t key)
 {
-    for (uint32_t i = 0; i < e->nmsgs; i++)
-        if (e->msgs[i].where != UM_FREE)
-            qfree(e, e->msgs[i].data);
-    for (uint32_t i = 0; i < e->ncomms_max; i++) {
-        qfree(e, e->comms[i].world);
-        qfree(e, e->comms[i].unexp_src);
-    }
+    context_free_heap(e);
     memset(e->comms, 0, (size_t)e->ncomms_max * sizeof *e->comms);
     e->ncomms = 0;
     e->last_comm = NULL;
 
     /* Free slots are already clean (req_release, umsg_free); only live
-     * ones need clearing. Free lists are rebuilt in index order. */
-    e->req_free = NULL;
-    for (uint32_t i = e->nreqs; i-- > 0;) {
+     * ones need clearing. Request ids and region generations stay, so
+     * ids and keys of this context never name anything of the next. */
+    for (uint32_t i = 0; i < e->nreqs; i++) {
         quay_req *r = &e->reqs[i];
         if (r->state != QUAY_RS_FREE) {
             uint32_t id = r->id;
@@ -45,18 +83,19 @@ void context_reset(quay_engine *e, uint32_t key)
             r->id = id;
             ql_init(&r->clink);
         }
-        r->link.next = (qlink *)e->req_free;
-        e->req_free = r;
     }
+    for (uint32_t i = 0; i < e->nmsgs; i++)
+        if (e->msgs[i].where != UM_FREE)
+            memset(&e->msgs[i], 0, sizeof e->msgs[i]);
+    for (uint32_t i = 0; i < e->nregions; i++) {
+        mregion *m = &e->regions[i];
+        m->in_use = 0;
+        m->base = NULL;
+        m->len = 0;
+    }
+    context_rebuild_free(e);
     e->reqs_used = 0;
-    e->msg_free = NULL;
-    for (uint32_t i = e->nmsgs; i-- > 0;) {
-        umsg *m = &e->msgs[i];
-        if (m->where != UM_FREE)
-            memset(m, 0, sizeof *m);
-        m->blink.next = (qlink *)e->msg_free;
-        e->msg_free = m;
-    }
+    e->regions_used = 0;
     e->msgs_used = 0;
     e->ubytes = 0;
     e->held_bytes = 0;
@@ -83,17 +122,6 @@ void context_reset(quay_engine *e, uint32_t key)
     e->ndrain_blocked = 0;
     match_reset(e);
     memset(&e->bs, 0, sizeof e->bs);
-    /* Regions go with the context; generations stay, so its keys die. */
-    e->region_free = UINT32_MAX;
-    for (uint32_t i = e->nregions; i-- > 0;) {
-        mregion *m = &e->regions[i];
-        m->in_use = 0;
-        m->base = NULL;
-        m->len = 0;
-        m->next_free = e->region_free;
-        e->region_free = i;
-    }
-    e->regions_used = 0;
 
     memset(e->peers, 0, (size_t)e->nranks * sizeof *e->peers);
     for (int32_t p = 0; p < e->nranks; p++)

@@ -371,15 +371,6 @@ static void sx_regions(snap *s)
         d->in_use = 1;
         e->regions_used++;
     }
-    if (s->mode != SNAP_APPLY || s->err != 0)
-        return;
-    e->region_free = UINT32_MAX;
-    for (uint32_t i = e->nregions; i-- > 0;) {
-        if (e->regions[i].in_use)
-            continue;
-        e->regions[i].next_free = e->region_free;
-        e->region_free = i;
-    }
 }
 
 /* ---- communicators --------------------------------------------------------------- */
@@ -1268,23 +1259,7 @@ int quay_engine_restore(quay_engine *e, const void *blob, size_t len)
         context_reset(e, 0); /* out of memory half-way: leave it empty */
         return s.err;
     }
-    /* Free lists from what stayed free, in index order. */
-    e->req_free = NULL;
-    for (uint32_t i = e->nreqs; i-- > 0;) {
-        quay_req *r = &e->reqs[i];
-        if (r->state != QUAY_RS_FREE)
-            continue;
-        r->link.next = (qlink *)e->req_free;
-        e->req_free = r;
-    }
-    e->msg_free = NULL;
-    for (uint32_t i = e->nmsgs; i-- > 0;) {
-        umsg *m = &e->msgs[i];
-        if (m->where != UM_FREE)
-            continue;
-        m->blink.next = (qlink *)e->msg_free;
-        e->msg_free = m;
-    }
+    context_rebuild_free(e); /* the slots restored above are taken */
     if (e->ubytes > e->ubytes_peak)
         e->ubytes_peak = e->ubytes;
     e->quiesced = 1;
