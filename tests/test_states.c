@@ -124,7 +124,7 @@ static void clean(void)
         quay_stats st;
         quay_engine_stats(T.e[r], &st);
         if (st.reqs_in_use || st.umsgs_in_use || st.outs_in_use || st.bytes_unexpected ||
-            st.held_out_of_order || st.ctrl_queued) {
+            st.held_out_of_order || st.ctrl_queued || st.ctrl_reserved) {
             all = 0;
             note("rank %d: reqs %u umsgs %u outs %u bytes %llu held %u ctrl %u", r,
                  st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
@@ -208,9 +208,12 @@ enum {
     SW = QUAY_RS_SEND_WAIT_ACK,
     SR = QUAY_RS_SEND_RTS,
     SD = QUAY_RS_SEND_DATA,
+    SP = QUAY_RS_SEND_PUT,
     SC = QUAY_RS_SEND_CANCEL,
     RP = QUAY_RS_RECV_POSTED,
     RR = QUAY_RS_RECV_RNDV,
+    RG = QUAY_RS_RECV_GET,
+    RU = QUAY_RS_RECV_PUT,
     RD = QUAY_RS_RDMA,
     D = QUAY_RS_DONE
 };
@@ -376,6 +379,183 @@ static void t_rndv(void)
     STATES(0, s, "rendezvous send to a short receive", F, SR, SD, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
+    finish();
+}
+
+/* Two engines with RDMA rendezvous: `smode` at rank 0, `rmode` at 1. */
+static int setup_rdma(uint32_t smode, uint32_t rmode)
+{
+    quay_config c[2];
+    for (int r = 0; r < 2; r++) {
+        tn_config(&c[r], r, 2);
+        c[r].transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
+        c[r].rndv_mode = r == 0 ? smode : rmode;
+    }
+    int rc = tn_init_each(&T, 2, c, 1);
+    npend = 0;
+    if (rc == 0)
+        trace_on();
+    return ok_msg(rc == 0, "setup RDMA engines: %s", quay_strerror(rc));
+}
+
+static int regions_in_use(int r)
+{
+    quay_stats st;
+    quay_engine_stats(T.e[r], &st);
+    return (int)st.regions_in_use;
+}
+
+static void t_rndv_rdma(void)
+{
+    static uint8_t sb[1000], rb[1000];
+    tn_fill(sb, sizeof sb, 6);
+    quay_req *s, *r;
+    quay_status st;
+    quay_stats ss;
+
+    /* GET: the RTS carries the sender's key, the receiver reads, FIN. */
+    if (!setup_rdma(QUAY_RNDV_GET, QUAY_RNDV_AUTO))
+        return;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
+    is_int(regions_in_use(0), 1);
+    tn_pull_all(&T);
+    ok(tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1)) == 0);
+    STATES(1, r, "GET: receive posted, then a keyed RTS", F, RP, RG);
+    tn_pull_all(&T);
+    int reads = 0;
+    for (int i = 0; i < T.nq; i++)
+        reads += tn_type(&T, i) == TN_RDMA;
+    is_int(reads, 2); /* pipeline_depth fragments in flight, not more */
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    STATES(0, s, "GET send: RTS, then FIN", F, SR, D);
+    STATES(1, r, "GET receive", F, RP, RG, D);
+    is_int(regions_in_use(0), 0);
+    quay_engine_stats(T.e[1], &ss);
+    ok(ss.rndv_get == 1 && ss.rndv_copy == 0);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* GET, unexpected RTS, truncated: only the accepted bytes are read. */
+    memset(rb, 0, sizeof rb);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_SYNC, &s);
+    tn_pump(&T);
+    quay_irecv(T.e[1], T.world[1], rb, 300, 0, 2, &r);
+    tn_pump(&T);
+    ok(tn_done(r, &st) && st.error == QUAY_ETRUNCATE && st.count == 300 &&
+       memcmp(rb, sb, 300) == 0 && rb[300] == 0);
+    ok(tn_good(s, 1000));
+    STATES(1, r, "GET receive of an unexpected RTS", F, RG, D);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* GET: a read the target refuses (the key's region is gone) fails the
+     * receive, and the FIN carries the error to the sender. */
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 3, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 3, &r);
+    tn_pull(&T, 1);
+    int i = find(TN_RDMA, 1, 0);
+    ok(i >= 0);
+    if (i >= 0)
+        T.q[i].key ^= 1; /* forged in flight */
+    tn_pump(&T);
+    ok(tn_done(r, &st) && st.error == QUAY_ESTATE);
+    ok(tn_done(s, &st) && st.error == QUAY_ESTATE);
+    is_int(regions_in_use(0), 0);
+    T.rejects = 0; /* the refused read */
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    finish();
+
+    /* GET offered, receiver in COPY mode: a plain CTS, DATA packets. */
+    if (!setup_rdma(QUAY_RNDV_GET, QUAY_RNDV_COPY))
+        return;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    STATES(0, s, "GET offer declined", F, SR, SD, D);
+    STATES(1, r, "COPY receive of a keyed RTS", F, RP, RR, D);
+    is_int(regions_in_use(0), 0);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    finish();
+
+    /* PUT: the CTS carries the receiver's key, the sender writes, FIN. */
+    if (!setup_rdma(QUAY_RNDV_PUT, QUAY_RNDV_AUTO))
+        return;
+    memset(rb, 0, sizeof rb);
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1));
+    STATES(1, r, "PUT: receive posted, then an RTS offering to write", F, RP, RU);
+    is_int(regions_in_use(1), 1);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    STATES(0, s, "PUT send", F, SR, SP, D);
+    STATES(1, r, "PUT receive", F, RP, RU, D);
+    is_int(regions_in_use(1), 0);
+    quay_engine_stats(T.e[1], &ss);
+    ok(ss.rndv_put == 1 && ss.rndv_copy == 0);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* PUT, unexpected RTS. */
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
+    STATES(1, r, "PUT receive of an unexpected RTS", F, RU, D);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* PUT: cancel asked while the keyed CTS is on its way; the CTS proves
+     * the match, the writes go on and the cancel fails. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 3, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 3, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1));
+    tn_pull(&T, 1);
+    is_int(quay_cancel(T.e[0], s), 0);
+    tn_deliver(&T, find(QUAY_PKT_CTS, 1, 0));
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
+    STATES(0, s, "PUT send, cancel overtaken by the CTS", F, SR, SC, SP, D);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* PUT: a refused write fails both ends through the FIN. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 4, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 4, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1));
+    tn_pull_all(&T);
+    tn_deliver(&T, find(QUAY_PKT_CTS, 1, 0));
+    tn_pull_all(&T);
+    i = find(TN_RDMA, 0, 1);
+    ok(i >= 0);
+    if (i >= 0)
+        T.q[i].off = 1u << 20; /* outside the region */
+    tn_pump(&T);
+    ok(tn_done(s, &st) && st.error == QUAY_EPROTO);
+    ok(tn_done(r, &st) && st.error == QUAY_EPROTO);
+    is_int(regions_in_use(1), 0);
+    T.rejects = 0;
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* Self-sends never offer: loopback runs the packet protocol. */
+    quay_irecv(T.e[0], T.world[0], rb, sizeof rb, 0, 5, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 0, 5, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
+    STATES(0, r, "self rendezvous", F, RP, RR, D);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[0], r);
     finish();
 }
 
@@ -1243,6 +1423,8 @@ static void t_coverage(void)
         {F, SE},  {F, SR},  {F, D},   {SE, D},  {SE, SW}, {SW, D},  {SR, SD}, {SR, D},
         {SD, D},  {SE, SC}, {SW, SC}, {SR, SC}, {SC, D},  {SC, SE}, {SC, SW}, {SC, SR},
         {SC, SD}, {F, RP},  {F, RR},  {RP, D},  {RP, RR}, {RR, D},  {F, RD},  {RD, D},
+        {SR, SP}, {SP, D},  {SC, SP}, {F, RG},  {RP, RG}, {RG, D},  {F, RU},  {RP, RU},
+        {RU, D},
     };
     int allowed_m[QUAY_RS_COUNT_][QUAY_RS_COUNT_] = {{0}};
     for (size_t i = 0; i < COUNT_OF(allowed); i++) {
@@ -1274,6 +1456,7 @@ int main(void)
     subtest("eager, synchronous", t_eager_sync);
     subtest("eager, ready", t_eager_ready);
     subtest("rendezvous", t_rndv);
+    subtest("RDMA rendezvous (GET, PUT)", t_rndv_rdma);
     subtest("matched probe", t_mprobe);
     subtest("PROC_NULL and buffered", t_null_buffered);
     subtest("cancel succeeds", t_cancel_succeeds);

@@ -63,20 +63,24 @@ static void put64(uint8_t *p, uint64_t v)
     put32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* Header length per type as docs/wire.md states it; 0 for unknown. */
-static size_t spec_hl(uint8_t type)
+/* Header length per type and flags as docs/wire.md states it; 0 for
+ * unknown. RTS and CTS carry an 8-byte key after byte 32 with flag 0x4. */
+static size_t spec_hl_f(uint8_t type, unsigned flags)
 {
     switch (type) {
-    case QUAY_PKT_EAGER:
+    case QUAY_PKT_EAGER: return 32;
     case QUAY_PKT_RTS:
-    case QUAY_PKT_CTS: return 32;
+    case QUAY_PKT_CTS: return (flags & 4u) ? 40 : 32;
     case QUAY_PKT_DATA: return 16;
     case QUAY_PKT_ACK: return 12;
     case QUAY_PKT_CANCEL_REQ: return 20;
     case QUAY_PKT_CANCEL_REP: return 12;
+    case QUAY_PKT_FIN: return 16;
     default: return 0;
     }
 }
+
+static size_t spec_hl(uint8_t type) { return spec_hl_f(type, 0); }
 
 /*
  * docs/wire.md as a predicate: the header length if the packet must be
@@ -86,15 +90,17 @@ static int spec_check(const uint8_t *b, size_t len)
 {
     if (len < 4 || b[0] != 1)
         return -1;
-    size_t hl = spec_hl(b[1]);
+    unsigned flags = (unsigned)b[2] | (unsigned)b[3] << 8;
+    size_t hl = spec_hl_f(b[1], flags);
     if (hl == 0 || len < hl)
         return -1;
     size_t pl = len - hl;
-    unsigned flags = (unsigned)b[2] | (unsigned)b[3] << 8;
     switch (b[1]) {
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS: {
-        if ((flags & ~3u) || flags == 3u) /* unknown bits; sync and ready at once */
+        /* EAGER: sync 0x1, ready 0x2; RTS also key 0x4, put-ok 0x8. */
+        unsigned known = b[1] == QUAY_PKT_RTS ? 0xFu : 3u;
+        if ((flags & ~known) || (flags & 3u) == 3u) /* unknown bits; sync and ready */
             return -1;
         if ((int32_t)le32(b + 12) < 0 || (int32_t)le32(b + 16) < 0)
             return -1;
@@ -102,12 +108,12 @@ static int spec_check(const uint8_t *b, size_t len)
         uint64_t mlen = le64(b + 24);
         if (b[1] == QUAY_PKT_EAGER ? mlen != pl : pl != 0)
             return -1;
-        if ((b[1] == QUAY_PKT_RTS || flags != 0) && sreq == 0)
+        if ((b[1] == QUAY_PKT_RTS || (flags & 3u) != 0) && sreq == 0)
             return -1;
         return (int)hl;
     }
     case QUAY_PKT_CTS:
-        if (flags || pl)
+        if ((flags & ~4u) || pl)
             return -1;
         if (!le32(b + 4) || !le32(b + 8) || !le32(b + 16) || !le32(b + 20))
             return -1;
@@ -131,6 +137,13 @@ static int spec_check(const uint8_t *b, size_t len)
             return -1;
         int32_t st = (int32_t)le32(b + 8);
         return st == 0 || st == 1 ? (int)hl : -1;
+    }
+    case QUAY_PKT_FIN: {
+        if ((flags & ~1u) || pl || le32(b + 4) == 0 || le32(b + 8) == 0)
+            return -1;
+        int32_t st = (int32_t)le32(b + 12);
+        return st == 0 || st == QUAY_EPEER || st == QUAY_EPROTO || st == QUAY_ESTATE ? (int)hl
+                                                                                   : -1;
     }
     default: return -1;
     }
@@ -186,10 +199,14 @@ static int same_fields(const wire_hdr *a, const wire_hdr *b)
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS:
         return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src &&
-               a->tag == b->tag && a->sreq == b->sreq && a->len == b->len;
+               a->tag == b->tag && a->sreq == b->sreq && a->len == b->len &&
+               (!(a->flags & WIRE_F_KEY) || a->key == b->key);
     case QUAY_PKT_CTS:
         return a->sreq == b->sreq && a->rreq == b->rreq && a->grant == b->grant &&
-               a->frag == b->frag && a->index == b->index && a->len == b->len;
+               a->frag == b->frag && a->index == b->index && a->len == b->len &&
+               (!(a->flags & WIRE_F_KEY) || a->key == b->key);
+    case QUAY_PKT_FIN:
+        return a->sreq == b->sreq && a->rreq == b->rreq && a->status == b->status;
     case QUAY_PKT_DATA: return a->rreq == b->rreq && a->offset == b->offset;
     case QUAY_PKT_ACK:
     case QUAY_PKT_CANCEL_REP: return a->sreq == b->sreq && a->status == b->status;
@@ -207,7 +224,7 @@ static int roundtrip(const wire_hdr *h, const void *payload, size_t plen,
 {
     static uint8_t pkt[QUAY_MAX_HEADER + 512];
     size_t n = build(h, payload, plen, pkt, sizeof pkt);
-    size_t hl = spec_hl(h->type);
+    size_t hl = spec_hl_f(h->type, h->flags);
     wire_hdr d;
     int rc = decode_exact(pkt, n, &d);
     int pass = rc == (int)hl && same_fields(h, &d);
@@ -229,7 +246,7 @@ static void t_lengths(void)
         {QUAY_PKT_EAGER, WIRE_ENV_LEN},  {QUAY_PKT_RTS, WIRE_ENV_LEN},
         {QUAY_PKT_CTS, WIRE_CTS_LEN},    {QUAY_PKT_DATA, WIRE_DATA_LEN},
         {QUAY_PKT_ACK, WIRE_ACK_LEN},    {QUAY_PKT_CANCEL_REQ, WIRE_CANCEL_REQ_LEN},
-        {QUAY_PKT_CANCEL_REP, WIRE_CANCEL_REP_LEN},
+        {QUAY_PKT_CANCEL_REP, WIRE_CANCEL_REP_LEN}, {QUAY_PKT_FIN, WIRE_FIN_LEN},
     };
     for (size_t i = 0; i < COUNT_OF(want); i++) {
         uint8_t out[QUAY_MAX_HEADER];
@@ -241,8 +258,17 @@ static void t_lengths(void)
         ok_msg(out[0] == WIRE_VERSION && out[1] == want[i].type,
                "%s starts with version and type", quay_pkt_name(want[i].type));
     }
+    /* A key makes RTS and CTS 8 bytes longer. */
+    static const uint8_t keyed[] = {QUAY_PKT_RTS, QUAY_PKT_CTS};
+    for (size_t i = 0; i < COUNT_OF(keyed); i++) {
+        uint8_t out[QUAY_MAX_HEADER];
+        wire_hdr h = hdr_of(keyed[i]);
+        h.flags = WIRE_F_KEY;
+        ok_msg(wire_encode(&h, out) == 40 && spec_hl_f(keyed[i], WIRE_F_KEY) == 40,
+               "%s with a key is 40 bytes", quay_pkt_name(keyed[i]));
+    }
     /* Unknown types encode to nothing. */
-    static const uint8_t bad[] = {0, 8, 255};
+    static const uint8_t bad[] = {0, 9, 255};
     for (size_t i = 0; i < COUNT_OF(bad); i++) {
         uint8_t out[QUAY_MAX_HEADER];
         wire_hdr h = hdr_of(bad[i]);
@@ -311,6 +337,34 @@ static void t_layout(void)
     h.status = 1;
     is_size(wire_encode(&h, out), 12);
     ok(out[1] == 7 && le32(out + 4) == 0x04030201u && le32(out + 8) == 1);
+
+    /* RTS with a key (GET offer): the key at 32. */
+    h = hdr_of(QUAY_PKT_RTS);
+    h.flags = WIRE_F_KEY | WIRE_F_SYNC;
+    h.sreq = 7;
+    h.key = 0x2423222120191817ull;
+    is_size(wire_encode(&h, out), 40);
+    ok(out[1] == 2 && out[2] == 5 && le64(out + 32) == 0x2423222120191817ull);
+    h.flags = WIRE_F_PUT_OK;
+    is_size(wire_encode(&h, out), 32);
+    ok(out[2] == 8);
+
+    /* CTS with the receiver's key. */
+    h = hdr_of(QUAY_PKT_CTS);
+    h.flags = WIRE_F_KEY;
+    h.key = 0x2423222120191817ull;
+    is_size(wire_encode(&h, out), 40);
+    ok(out[1] == 3 && out[2] == 4 && le64(out + 32) == 0x2423222120191817ull);
+
+    /* FIN: sreq 4, rreq 8, status 12; flag 0x1 = to the receiver. */
+    h = hdr_of(QUAY_PKT_FIN);
+    h.flags = WIRE_F_TO_RECV;
+    h.sreq = 0x04030201u;
+    h.rreq = 0x08070605u;
+    h.status = QUAY_EPEER;
+    is_size(wire_encode(&h, out), 16);
+    ok(out[1] == 8 && out[2] == 1 && memcmp(out + 4, eager + 4, 8) == 0 &&
+       (int32_t)le32(out + 12) == QUAY_EPEER);
 }
 
 /* ---- round trips -------------------------------------------------------------- */
@@ -358,6 +412,12 @@ static void t_roundtrip(void)
             h.sreq = l % 2 ? UINT32_MAX : 1;
             h.len = u64s[l];
             roundtrip(&h, NULL, 0, "RTS");
+            /* the same offering a key, or to write into one */
+            h.flags = (uint16_t)(envflags[f] | WIRE_F_KEY);
+            h.key = u64s[(l + 3) % COUNT_OF(u64s)];
+            roundtrip(&h, NULL, 0, "RTS with a key");
+            h.flags = (uint16_t)(envflags[f] | WIRE_F_PUT_OK);
+            roundtrip(&h, NULL, 0, "RTS offering to write");
         }
 
     /* CTS: grant may be 0; other ids non-zero; accepted up to UINT64_MAX. */
@@ -371,6 +431,21 @@ static void t_roundtrip(void)
             h.index = u32s[COUNT_OF(u32s) - a];
             h.len = u64s[l];
             roundtrip(&h, NULL, 0, "CTS");
+            h.flags = WIRE_F_KEY;
+            h.key = u64s[(l + 2) % COUNT_OF(u64s)];
+            roundtrip(&h, NULL, 0, "CTS with a key");
+        }
+
+    /* FIN: both directions, every status it may carry. */
+    static const int32_t fin_st[] = {0, QUAY_EPEER, QUAY_EPROTO, QUAY_ESTATE};
+    for (size_t a = 1; a < COUNT_OF(u32s); a++)
+        for (size_t st = 0; st < COUNT_OF(fin_st); st++) {
+            wire_hdr h = hdr_of(QUAY_PKT_FIN);
+            h.flags = st % 2 ? WIRE_F_TO_RECV : 0;
+            h.sreq = u32s[a];
+            h.rreq = u32s[COUNT_OF(u32s) - a];
+            h.status = fin_st[st];
+            roundtrip(&h, NULL, 0, "FIN");
         }
 
     /* DATA: any offset, payload 1..300. */
@@ -442,6 +517,10 @@ static size_t valid_pkt(uint8_t type, uint8_t *out, size_t cap)
         h.sreq = 3;
         h.target = 0;
         return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_FIN:
+        h.sreq = 3;
+        h.rreq = 4;
+        return build(&h, NULL, 0, out, cap);
     default: abort();
     }
 }
@@ -476,7 +555,7 @@ static void t_reject_short(void)
 static void t_reject_version_type(void)
 {
     uint8_t b[64];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         accepts(b, n, quay_pkt_name(t));
         static const uint8_t versions[] = {0, 2, 0x81, 255};
@@ -487,7 +566,7 @@ static void t_reject_version_type(void)
         }
     }
     /* Unknown types, with enough bytes for any known header. */
-    static const uint8_t types[] = {0, 8, 9, 0x7f, 0x80, 255};
+    static const uint8_t types[] = {0, 9, 10, 0x7f, 0x80, 255};
     memset(b, 0, sizeof b);
     b[0] = 1;
     for (size_t i = 0; i < COUNT_OF(types); i++) {
@@ -505,7 +584,7 @@ static void t_reject_version_type(void)
 static void t_reject_length(void)
 {
     uint8_t b[80];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         size_t hl = spec_hl(t);
         /* Truncated by one byte (DATA: its header; a shorter DATA payload
@@ -576,12 +655,18 @@ static void t_reject_fields(void)
         }
     }
 
-    /* Unknown flag bits: bits 2..15 for envelopes, every bit elsewhere. */
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++) {
+    /* Unknown flag bits: EAGER knows bits 0-1, RTS 0-3, CTS 2, FIN 0;
+     * nothing else. A key bit on RTS / CTS comes with its 8 bytes. */
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
         int all = 1;
         for (int bit = 0; bit < 16; bit++) {
-            int allowed = (t == QUAY_PKT_EAGER || t == QUAY_PKT_RTS) && bit < 2;
+            int allowed = (t == QUAY_PKT_EAGER && bit < 2) || (t == QUAY_PKT_RTS && bit < 4) ||
+                          (t == QUAY_PKT_CTS && bit == 2) || (t == QUAY_PKT_FIN && bit == 0);
             n = valid_pkt(t, b, sizeof b);
+            if ((t == QUAY_PKT_RTS || t == QUAY_PKT_CTS) && bit == 2) {
+                put64(b + n, 0x1234);
+                n += 8;
+            }
             b[2] = (uint8_t)(bit < 8 ? 1u << bit : 0);
             b[3] = (uint8_t)(bit >= 8 ? 1u << (bit - 8) : 0);
             int rc = decode_exact(b, n, NULL);
@@ -657,6 +742,35 @@ static void t_reject_fields(void)
         put32(b + 8, (uint32_t)bad_rep[i]);
         ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "CANCEL_REP status %d", bad_rep[i]);
     }
+
+    n = valid_pkt(QUAY_PKT_FIN, b, sizeof b);
+    put32(b + 4, 0);
+    rejects(b, n, "FIN with sreq 0");
+    n = valid_pkt(QUAY_PKT_FIN, b, sizeof b);
+    put32(b + 8, 0);
+    rejects(b, n, "FIN with rreq 0");
+    static const int32_t bad_fin[] = {1, -1, QUAY_ETRUNCATE, QUAY_ENOTPOSTED, QUAY_ECANCELLED,
+                                      INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < COUNT_OF(bad_fin); i++) {
+        n = valid_pkt(QUAY_PKT_FIN, b, sizeof b);
+        put32(b + 12, (uint32_t)bad_fin[i]);
+        ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "FIN status %d", bad_fin[i]);
+    }
+    /* A key flag without its 8 bytes, or bytes without the flag. */
+    n = valid_pkt(QUAY_PKT_RTS, b, sizeof b);
+    b[2] = WIRE_F_KEY;
+    rejects(b, n, "RTS with the key flag but no key");
+    b[2] = 0;
+    put64(b + n, 1);
+    rejects(b, n + 8, "RTS with 8 bytes but no key flag");
+    n = valid_pkt(QUAY_PKT_CTS, b, sizeof b);
+    b[2] = WIRE_F_KEY;
+    rejects(b, n, "CTS with the key flag but no key");
+    put64(b + n, 1);
+    accepts(b, n + 8, "CTS with its key");
+    n = valid_pkt(QUAY_PKT_EAGER, b, sizeof b);
+    b[2] = WIRE_F_KEY;
+    rejects(b, n, "EAGER with the key flag");
 }
 
 /* ---- seeded random ----------------------------------------------------------------- */
@@ -734,14 +848,14 @@ static void t_random_mutations(void)
 {
     rng r = {0x243f6a8885a308d3ull};
     fuzz_stats fs = {0, 0, 0, 0};
-    uint8_t base[7][80];
-    size_t blen[7];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_CANCEL_REP; t++)
+    uint8_t base[8][80];
+    size_t blen[8];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++)
         blen[t - 1] = valid_pkt(t, base[t - 1], sizeof base[0]);
     uint8_t b[96];
     long rejected = 0;
     for (int i = 0; i < 100000; i++) {
-        int t = (int)rng_below(&r, 7);
+        int t = (int)rng_below(&r, 8);
         size_t len = blen[t];
         memcpy(b, base[t], len);
         uint32_t how = rng_below(&r, 10);

@@ -66,9 +66,29 @@ int tn_pull(testnet *t, int r)
             t->ncomplete[r]++;
             continue;
         }
-        if (a.kind != QUAY_ACT_SEND || t->nq == TN_MAX_PKTS)
+        if (t->nq == TN_MAX_PKTS)
+            abort();
+        if (a.kind == QUAY_ACT_RDMA_PUT || a.kind == QUAY_ACT_RDMA_GET) {
+            tn_pkt *p = &t->q[t->nq++];
+            memset(p, 0, sizeof *p);
+            p->from = r;
+            p->to = a.peer;
+            p->rdma = a.kind;
+            p->key = a.rdma.key;
+            p->off = a.rdma.offset;
+            p->local = a.rdma.local;
+            p->len = (size_t)a.rdma.len;
+            p->bytes = malloc(p->len ? p->len : 1);
+            if (a.kind == QUAY_ACT_RDMA_PUT && p->len != 0)
+                memcpy(p->bytes, a.rdma.local, p->len);
+            p->token = a.token;
+            sends++;
+            continue;
+        }
+        if (a.kind != QUAY_ACT_SEND)
             abort();
         tn_pkt *p = &t->q[t->nq++];
+        p->rdma = 0;
         p->from = r;
         p->to = a.peer;
         p->len = 0;
@@ -100,11 +120,33 @@ int tn_pull_all(testnet *t)
     return s;
 }
 
+/* Execute an RDMA operation at its target; op_done with the outcome. */
+static int tn_rdma(testnet *t, tn_pkt *p)
+{
+    int put = p->rdma == QUAY_ACT_RDMA_PUT;
+    void *addr;
+    int rc = quay_mem_resolve(t->e[p->to], p->key, p->off, p->len,
+                              put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
+    if (rc == 0 && p->len != 0) {
+        if (put)
+            memcpy(addr, p->bytes, p->len);
+        else
+            memcpy(p->local, addr, p->len);
+    }
+    if (rc != 0)
+        t->rejects++;
+    quay_on_op_done(t->e[p->from], p->token, rc);
+    free(p->bytes);
+    return 0;
+}
+
 int tn_deliver(testnet *t, int i)
 {
     tn_pkt p = t->q[i];
     memmove(&t->q[i], &t->q[i + 1], (size_t)(t->nq - i - 1) * sizeof t->q[0]);
     t->nq--;
+    if (p.rdma)
+        return tn_rdma(t, &p);
     if (!p.done)
         quay_on_op_done(t->e[p.from], p.token, 0);
     int rc = quay_on_packet(t->e[p.to], p.from, p.bytes, p.len);
@@ -116,6 +158,10 @@ int tn_deliver(testnet *t, int i)
 
 void tn_drop(testnet *t, int i)
 {
+    if (t->q[i].rdma) {
+        tn_deliver(t, i); /* reliable */
+        return;
+    }
     tn_pkt p = t->q[i];
     memmove(&t->q[i], &t->q[i + 1], (size_t)(t->nq - i - 1) * sizeof t->q[0]);
     t->nq--;
@@ -128,6 +174,8 @@ void tn_dup(testnet *t, int i)
 {
     if (t->nq == TN_MAX_PKTS)
         abort();
+    if (t->q[i].rdma)
+        return; /* reliable: never duplicated */
     tn_pkt *c = &t->q[t->nq++];
     *c = t->q[i];
     c->bytes = malloc(c->len ? c->len : 1);
@@ -138,7 +186,7 @@ void tn_dup(testnet *t, int i)
 void tn_done_all(testnet *t)
 {
     for (int i = 0; i < t->nq; i++) {
-        if (!t->q[i].done) {
+        if (!t->q[i].done && !t->q[i].rdma) {
             quay_on_op_done(t->e[t->q[i].from], t->q[i].token, 0);
             t->q[i].done = 1;
         }
@@ -196,6 +244,8 @@ int tn_find(const testnet *t, int pkt)
 
 int tn_type(const testnet *t, int i)
 {
+    if (t->q[i].rdma)
+        return TN_RDMA;
     return t->q[i].len >= 2 ? t->q[i].bytes[1] : 0;
 }
 

@@ -21,6 +21,13 @@ typedef struct tn_pkt {
     uint8_t *bytes;
     uint64_t token;   /* sender's token, completed when the test decides */
     int done;         /* op_done already given */
+    /* RDMA_PUT / RDMA_GET (kind != 0): executed against the target's
+     * registered memory when delivered, op_done then (never lost or
+     * duplicated: RDMA transports are reliable). PUT data is copied at
+     * pull time into bytes. */
+    int rdma;         /* 0, QUAY_ACT_RDMA_PUT or QUAY_ACT_RDMA_GET */
+    uint64_t key, off;
+    void *local;
 } tn_pkt;
 
 typedef struct testnet {
@@ -66,7 +73,8 @@ int tn_tick(testnet *t, uint64_t *now);
 void tn_settle(testnet *t, uint64_t *now, int rounds);
 /** Index of the first in-flight packet of type `pkt` (or any if 0), or -1. */
 int tn_find(const testnet *t, int pkt);
-/** Type of in-flight packet i. */
+/** Type of in-flight packet i (TN_RDMA for an RDMA operation). */
+#define TN_RDMA 0x40
 int tn_type(const testnet *t, int i);
 
 /** Seeded xorshift: a number in [0, n) (n > 0), advancing *state. */

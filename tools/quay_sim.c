@@ -14,6 +14,9 @@
  *       are printed after the summary.
  *   --flow none|acknack|credit  flow control (replaces the scenario's
  *       `config flow=`); acknack is needed to survive drop / dup / corrupt.
+ *   --rndv copy|get|put|mixed  rendezvous data by DATA packets or RDMA
+ *       (GET, PUT, or each rank's mode drawn per seed), replacing the
+ *       scenario's `config rndv=`.
  *   --switches  with flow control: context switches at random points.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
@@ -30,7 +33,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--switches] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--switches] "
             "[--trace] scenario.scn\n");
     return 2;
 }
@@ -66,7 +69,7 @@ static void print_net(const scn_runner *r)
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, seeds = 1, max_runs = 2000000, k;
-    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1, switches = 0;
+    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1, switches = 0, rndv = -1;
     const char *file = NULL, *faults = NULL;
     char err[512];
     scn *s;
@@ -119,6 +122,7 @@ int main(int argc, char **argv)
         return 2;
     }
     scn_runner_set_flow(r, flow);
+    scn_runner_set_rndv(r, rndv);
     scn_runner_set_switches(r, switches);
     memset(&o, 0, sizeof o);
 

@@ -172,7 +172,7 @@ enum {
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
 };
 
-#define QUAY_CONFIG_VERSION 3
+#define QUAY_CONFIG_VERSION 4
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -260,7 +260,31 @@ typedef struct quay_config {
      *  registrations and the remote-memory protocols' own), at most 2^17.
      *  Default 256. */
     uint32_t max_regions;
+    /** How rendezvous data moves (QUAY_RNDV_*), docs/protocols.md. The
+     *  sender offers: GET puts a key to its buffer in the RTS, PUT asks
+     *  for the receiver's key in the CTS; the receiver takes the offer if
+     *  its own mode is not COPY and its transport can, else answers with
+     *  a plain CTS (DATA packets). Each side needs a free region
+     *  (max_regions) and a control slot for its FIN; without one it falls
+     *  back to DATA packets. RDMA fragments are frag_size bytes, at most
+     *  pipeline_depth in flight per message. Default QUAY_RNDV_AUTO. */
+    uint32_t rndv_mode;
 } quay_config;
+
+/** Rendezvous data movement (quay_config.rndv_mode). */
+enum {
+    /** GET if the transport has QUAY_CAP_RDMA_GET, else PUT if it has
+     *  QUAY_CAP_RDMA_PUT, else COPY. */
+    QUAY_RNDV_AUTO = 0,
+    /** DATA packets granted by CTS (pipelined); never RDMA. */
+    QUAY_RNDV_COPY = 1,
+    /** RTS carries the sender's key; the receiver reads the data with
+     *  RDMA_GET actions, then sends FIN. Needs QUAY_CAP_RDMA_GET. */
+    QUAY_RNDV_GET = 2,
+    /** CTS carries the receiver's key; the sender writes the data with
+     *  RDMA_PUT actions, then sends FIN. Needs QUAY_CAP_RDMA_PUT. */
+    QUAY_RNDV_PUT = 3,
+};
 
 /** Most channels an engine may have (quay_config.channels). */
 #define QUAY_MAX_CHANNELS 8
@@ -715,12 +739,19 @@ typedef enum quay_req_state {
     /* send side */
     QUAY_RS_SEND_EAGER,    /**< eager packet queued / on the wire */
     QUAY_RS_SEND_WAIT_ACK, /**< sync/ready eager: wire done, awaiting reply */
-    QUAY_RS_SEND_RTS,      /**< rendezvous: RTS sent, awaiting first CTS */
+    QUAY_RS_SEND_RTS,      /**< rendezvous: RTS sent, awaiting the first CTS
+                                (or, having offered its key, the FIN) */
     QUAY_RS_SEND_DATA,     /**< rendezvous: sending granted fragments */
+    QUAY_RS_SEND_PUT,      /**< RDMA rendezvous: writing into the receiver's
+                                key (RDMA_PUT), then FIN */
     QUAY_RS_SEND_CANCEL,   /**< cancel requested, awaiting the verdict */
     /* receive side */
     QUAY_RS_RECV_POSTED,   /**< in the posted queue */
     QUAY_RS_RECV_RNDV,     /**< matched an RTS: granting, receiving data */
+    QUAY_RS_RECV_GET,      /**< RDMA rendezvous: reading the sender's key
+                                (RDMA_GET), then FIN */
+    QUAY_RS_RECV_PUT,      /**< RDMA rendezvous: key sent in the CTS,
+                                awaiting the sender's FIN */
     /* one-sided */
     QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
     /* both */
@@ -772,7 +803,8 @@ typedef enum quay_pkt_type {
     QUAY_PKT_DATA = 4,       /**< rendezvous data fragment */
     QUAY_PKT_ACK = 5,        /**< sync-send matched / ready-send verdict */
     QUAY_PKT_CANCEL_REQ = 6, /**< sender asks to cancel a message (sequenced) */
-    QUAY_PKT_CANCEL_REP = 7  /**< receiver's cancel verdict */
+    QUAY_PKT_CANCEL_REP = 7, /**< receiver's cancel verdict */
+    QUAY_PKT_FIN = 8         /**< RDMA rendezvous: the data has moved */
 } quay_pkt_type;
 
 /** Name of a wire packet type ("EAGER", "RTS", ...), "?" if unknown. */
@@ -802,6 +834,12 @@ typedef struct quay_stats {
     uint64_t acks_only;        /**< ACK-only packets emitted */
     uint64_t bad_checksum;     /**< packets dropped for a CRC mismatch */
     uint32_t peers_failed;
+    /* registered memory and RDMA rendezvous */
+    uint32_t regions_in_use;   /**< registered regions (user and internal) */
+    uint32_t ctrl_reserved;    /**< control slots promised to FINs */
+    uint64_t rndv_get;         /**< rendezvous receives read by RDMA_GET */
+    uint64_t rndv_put;         /**< rendezvous receives written by RDMA_PUT */
+    uint64_t rndv_copy;        /**< rendezvous receives carried by DATA packets */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

@@ -28,7 +28,7 @@ int quay_cancel(quay_engine *e, quay_req *r)
         return 0;
     }
     /* Send: only while the receiver may not have matched it yet. */
-    if (r->flags & (RF_CANCEL_PENDING | RF_ACKED | RF_CTS_SEEN))
+    if (r->flags & (RF_CANCEL_PENDING | RF_ACKED | RF_CTS_SEEN | RF_FIN_SEEN))
         return 0;
     if (r->state != QUAY_RS_SEND_EAGER && r->state != QUAY_RS_SEND_WAIT_ACK &&
         r->state != QUAY_RS_SEND_RTS)
@@ -57,7 +57,7 @@ void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
         umsg_free(e, m);
         verdict = 1;
     }
-    ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, req->sreq, verdict);
+    ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, req->sreq, verdict, 0);
 }
 
 int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
@@ -66,7 +66,7 @@ int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_CANCEL_PENDING) || (r->flags & RF_CANCEL_WANTED))
         return QUAY_ESTATE;
-    if (h->status == 1 && (r->flags & (RF_CTS_SEEN | RF_ACKED)))
+    if (h->status == 1 && (r->flags & (RF_CTS_SEEN | RF_ACKED | RF_FIN_SEEN)))
         return QUAY_ESTATE; /* it was matched: it cannot have been cancelled */
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
     if (h->status == 1) {

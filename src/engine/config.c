@@ -33,6 +33,7 @@ void quay_config_default(quay_config *cfg)
     cfg->flow_credits = 0;
     cfg->channels = 1;
     cfg->max_regions = 256;
+    cfg->rndv_mode = QUAY_RNDV_AUTO;
 }
 
 int config_check(quay_config *c)
@@ -89,6 +90,11 @@ int config_check(quay_config *c)
     if (c->flow == QUAY_FLOW_CREDIT && c->flow_credits > (1u << 30))
         return QUAY_EINVAL;
     if (c->max_regions > (1u << 17))
+        return QUAY_EINVAL;
+    /* An explicit RDMA mode is a promise about the transport. */
+    if (c->rndv_mode > QUAY_RNDV_PUT ||
+        (c->rndv_mode == QUAY_RNDV_GET && !(c->transport_caps & QUAY_CAP_RDMA_GET)) ||
+        (c->rndv_mode == QUAY_RNDV_PUT && !(c->transport_caps & QUAY_CAP_RDMA_PUT)))
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

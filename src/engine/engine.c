@@ -208,6 +208,7 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     case QUAY_PKT_DATA: return rndv_on_data(e, peer, &h, payload, plen);
     case QUAY_PKT_ACK: return eager_on_ack(e, peer, &h);
     case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, &h);
+    case QUAY_PKT_FIN: return rndv_on_fin(e, peer, &h);
     default: return QUAY_EPROTO; /* wire_decode admits no other type */
     }
 }
@@ -438,4 +439,6 @@ void quay_engine_stats(const quay_engine *e, quay_stats *st)
     st->held_out_of_order = e->held_total;
     st->comms_in_use = e->ncomms;
     st->ctrl_queued = e->ctrl_count;
+    st->regions_in_use = e->regions_used;
+    st->ctrl_reserved = e->ctrl_reserved;
 }

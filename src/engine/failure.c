@@ -17,7 +17,7 @@ static void fail_req(quay_engine *e, quay_req *r)
     if (r->status.error == 0)
         r->status.error = QUAY_EPEER;
     r->flags |= RF_FAILED;
-    r->flags &= ~(uint32_t)(RF_CANCEL_PENDING | RF_NEED_CTS);
+    r->flags &= ~(uint32_t)(RF_CANCEL_PENDING | RF_NEED_CTS | RF_NEED_FIN);
     req_progress(e, r);
 }
 

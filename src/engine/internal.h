@@ -14,6 +14,7 @@
  *   p2p.c      isend/irecv/probe/mprobe API entry points
  *   eager.c    eager delivery, sync/ready acknowledgements
  *   rndv.c     rendezvous RTS/CTS/DATA (pipelined)
+ *   rndv_rdma.c  RDMA rendezvous: GET / PUT fragments, FIN
  *   cancel.c   receive and send cancellation
  *   bsend.c    attached buffer for buffered sends
  *   out.c      outgoing descriptors, control ring, action queue, op_done
@@ -62,7 +63,15 @@ enum {
     RF_INTERNAL = 1u << 12,    /* engine-owned (buffered send carrier) */
     RF_RNDV = 1u << 13,        /* send: uses rendezvous */
     RF_FAILED = 1u << 14,      /* transport reported failure of an action */
+    RF_GET_OFFER = 1u << 15,   /* send rndv: RTS carries our key (lkey) */
+    RF_PUT_OFFER = 1u << 16,   /* send rndv: RTS says we can write to a key */
+    RF_NEED_FIN = 1u << 17,    /* send PUT: FIN to emit (all data written) */
+    RF_FIN_OWED = 1u << 18,    /* recv GET: holds a control slot for its FIN */
+    RF_FIN_SEEN = 1u << 19,    /* FIN received (send GET, recv PUT) */
+    RF_ON_RDMAQ = 1u << 20,    /* on e->rdmaq: RDMA actions to issue */
+    RF_FIN_SENT = 1u << 21,    /* send PUT: FIN emitted */
 };
+#define RF_ALL_FLAGS ((1u << 22) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -108,8 +117,9 @@ typedef struct quay_req {
     uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
     uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
     void *bsend_block;  /* internal buffered-send carrier: its block */
-    uint64_t rkey;      /* one-sided: the peer's key and offset */
-    uint64_t roff;
+    uint64_t rkey;      /* one-sided, RDMA rendezvous: the peer's key */
+    uint64_t roff;      /* one-sided: offset in the peer's region */
+    uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
 } quay_req;
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
@@ -118,8 +128,11 @@ enum {
     UMF_SYNC = 1u << 0,
     UMF_READY = 1u << 1,
     UMF_POISON = 1u << 2,
-    UMF_CREDIT = 1u << 3 /* counted in its peer's credit_held */
+    UMF_CREDIT = 1u << 3, /* counted in its peer's credit_held */
+    UMF_KEY = 1u << 4,    /* RTS: the sender's key is in `key` (GET offer) */
+    UMF_PUT_OK = 1u << 5  /* RTS: the sender can write into our key */
 };
+#define UMF_ALL 0x3Fu
 
 struct quay_msg {
     qlink blink;      /* unexpected bin list; held list of its peer */
@@ -137,6 +150,7 @@ struct quay_msg {
     uint32_t sreq;
     uint32_t target;  /* CANCEL_REQ: sequence to cancel */
     uint64_t len;     /* message length */
+    uint64_t key;     /* RTS with UMF_KEY: the sender's buffer key */
     uint8_t *data;    /* eager payload copy (len bytes) or NULL */
     quay_comm *comm;  /* NULL while orphaned or held */
 };
@@ -202,12 +216,14 @@ typedef struct qout {
 
 #define OUT_HDR(o) ((o)->hdr + CHAN_FRAME_LEN)
 
-/* Queued control reply (ACK, CANCEL_REP): pure data, encoded at pull. */
+/* Queued control reply (ACK, CANCEL_REP, FIN to a sender): pure data,
+ * encoded at pull. */
 typedef struct ctrl_item {
     uint8_t pkt;
     int32_t peer;
     uint32_t sreq;
     int32_t status;
+    uint32_t rreq;   /* FIN: the receive it comes from */
 } ctrl_item;
 
 /* Per-peer sequencing state. */
@@ -295,6 +311,7 @@ struct quay_engine {
 
     ctrl_item *ctrl;
     uint32_t ctrl_cap, ctrl_mask, ctrl_head, ctrl_count;
+    uint32_t ctrl_reserved; /* slots promised to FINs of RDMA reads */
 
     qlink txq;           /* requests with packets to emit */
     qlink rdmaq;         /* one-sided requests waiting for their action */
@@ -425,6 +442,29 @@ int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h);
 int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
                        size_t len);
 void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env);
+/** Rendezvous fragment count for `bytes` (frag shrunk for absurd sizes so
+ *  the count fits in 32 bits). */
+uint32_t rndv_split(uint64_t bytes, uint64_t frag_size, uint32_t *frag);
+
+/* RDMA rendezvous (rndv_rdma.c). */
+/** Sender: offer a key (GET) or to write (PUT) in the RTS, per rndv_mode,
+ *  caps and free regions / slots. */
+void rndv_offer(quay_engine *e, quay_req *r);
+/** Receiver: take the RTS's offer if this side can; 1 if it did (the
+ *  request is in RECV_GET or RECV_PUT), 0 for DATA packets. */
+int rndv_rdma_matched(quay_engine *e, quay_req *r, const umsg *env);
+/** Sender: a CTS carrying the receiver's key (validated by rndv_on_cts). */
+int rndv_put_start(quay_engine *e, quay_req *r, const wire_hdr *h);
+/** Build r's next RDMA fragment action into o; 1 if r may issue another
+ *  one now. */
+int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
+/** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
+void rndv_rdma_progress(quay_engine *e, quay_req *r);
+int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** At completion: owed FIN out, internal region released. */
+void rndv_rdma_release(quay_engine *e, quay_req *r);
+/** Queue r for RDMA actions (no-op if queued). */
+void rdmaq_add(quay_engine *e, quay_req *r);
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
                  const uint8_t *payload, size_t plen);
@@ -444,11 +484,14 @@ int out_init(quay_engine *e);
 void out_fini(quay_engine *e);
 static inline int ctrl_space(const quay_engine *e)
 {
-    return e->ctrl_count < e->ctrl_cap;
+    return e->ctrl_count + e->ctrl_reserved < e->ctrl_cap;
 }
-/** Queue a control reply; caller checked ctrl_space(). */
+/** Promise a control slot to a later FIN (at most half the ring, so that
+ *  replies other protocols wait for always find room): 1 if granted. */
+int ctrl_reserve(quay_engine *e);
+/** Queue a control reply; caller checked ctrl_space() (or reserved). */
 void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
-               int32_t status);
+               int32_t status, uint32_t rreq);
 /** Build request r's next packet into o; 1 if r has more to emit. */
 int req_emit(quay_req *r, qout *o);
 
@@ -501,6 +544,9 @@ void mem_fini(quay_engine *e);
 /** The region a key names on this channel, or NULL (stale, forged, other
  *  channel). */
 mregion *mem_lookup(const quay_engine *e, uint64_t key);
+/** Slot and generation of a key well formed for this channel (its check
+ *  bits match), whatever the table holds now: 0, else QUAY_ESTATE. */
+int mem_key_parse(const quay_engine *e, uint64_t key, uint32_t *idx, uint32_t *gen);
 int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
                  uint64_t *key);
 void mem_release(quay_engine *e, mregion *m);

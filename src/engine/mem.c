@@ -66,14 +66,22 @@ void mem_fini(quay_engine *e)
     e->regions = NULL;
 }
 
+int mem_key_parse(const quay_engine *e, uint64_t key, uint32_t *idx, uint32_t *gen)
+{
+    *idx = (uint32_t)(key & ((1u << KEY_SLOT_BITS) - 1u));
+    *gen = (uint32_t)(key >> KEY_IDX_BITS) & KEY_GEN_MASK;
+    if (*idx >= e->nregions || *gen == 0 || key_make(e, *idx, *gen) != key)
+        return QUAY_ESTATE;
+    return 0;
+}
+
 mregion *mem_lookup(const quay_engine *e, uint64_t key)
 {
-    uint32_t idx = (uint32_t)(key & ((1u << KEY_SLOT_BITS) - 1u));
-    uint32_t gen = (uint32_t)(key >> KEY_IDX_BITS) & KEY_GEN_MASK;
-    if (idx >= e->nregions)
+    uint32_t idx, gen;
+    if (mem_key_parse(e, key, &idx, &gen) != 0)
         return NULL;
     mregion *m = &e->regions[idx];
-    if (!m->in_use || m->gen != gen || key_make(e, idx, gen) != key)
+    if (!m->in_use || m->gen != gen)
         return NULL;
     return m;
 }

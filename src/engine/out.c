@@ -49,11 +49,19 @@ void out_fini(quay_engine *e)
 /* ---- control ring ------------------------------------------------------------------ */
 
 void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
-               int32_t status)
+               int32_t status, uint32_t rreq)
 {
     uint32_t i = (e->ctrl_head + e->ctrl_count) & e->ctrl_mask;
-    e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status};
+    e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status, rreq};
     e->ctrl_count++;
+}
+
+int ctrl_reserve(quay_engine *e)
+{
+    if (e->ctrl_reserved >= e->ctrl_cap / 2 || !ctrl_space(e))
+        return 0;
+    e->ctrl_reserved++;
+    return 1;
 }
 
 static ctrl_item ctrl_pop(quay_engine *e)
@@ -116,10 +124,15 @@ void out_release(quay_engine *e, qout *o, int status)
         r->flags |= RF_FAILED | RF_WIRE_DONE;
         if (r->status.error == 0)
             r->status.error = quay_err_is_fatal(status) ? QUAY_EPEER : status;
-    } else if (pkt == QUAY_PKT_EAGER || pkt >= QOUT_RDMA_PUT) {
+    } else if (pkt == QUAY_PKT_EAGER || pkt == QUAY_PKT_FIN || r->kind == RK_RDMA) {
         r->flags |= RF_WIRE_DONE;
     } else if (pkt == QUAY_PKT_DATA) {
         r->frags_done++;
+    } else if (pkt >= QOUT_RDMA_PUT) {
+        /* An RDMA rendezvous fragment: its slot in the pipeline is free. */
+        r->frags_done++;
+        if (r->next_frag < r->nfrags && !(r->flags & (RF_FAILED | RF_ON_TXQ)))
+            rdmaq_add(e, r);
     }
     req_progress(e, r);
 }
@@ -150,7 +163,7 @@ static int req_has_work(const quay_req *r)
 {
     if (r->kind == RK_RECV)
         return (r->flags & RF_NEED_CTS) != 0;
-    if (!(r->flags & RF_ENV_SENT) || (r->flags & RF_CANCEL_WANTED))
+    if (!(r->flags & RF_ENV_SENT) || (r->flags & (RF_CANCEL_WANTED | RF_NEED_FIN)))
         return 1;
     return r->state == QUAY_RS_SEND_DATA && r->next_frag < r->grant;
 }
@@ -167,9 +180,17 @@ int req_emit(quay_req *r, qout *o)
                       : r->mode == QUAY_SEND_READY ? WIRE_F_READY
                                                    : 0;
         o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
+        if (r->flags & RF_PUT_OFFER)
+            fl |= WIRE_F_PUT_OK;
+        if (r->flags & RF_GET_OFFER)
+            fl |= WIRE_F_KEY;
         o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx,
                                                r->comm->myrank, r->tag, r->id,
                                                r->len);
+        if (r->flags & RF_GET_OFFER) {
+            wire_put64(OUT_HDR(o) + WIRE_ENV_LEN, r->lkey);
+            o->hdr_len += WIRE_KEY_LEN;
+        }
         if (!rndv) {
             o->payload = r->u.sbuf;
             o->payload_len = r->len;
@@ -188,7 +209,19 @@ int req_emit(quay_req *r, qout *o)
         h.frag = r->frag;
         h.index = ++r->ncts;
         h.len = r->accepted;
+        if (r->state == QUAY_RS_RECV_PUT) {
+            h.flags = WIRE_F_KEY; /* write here: every fragment granted */
+            h.key = r->lkey;
+        }
         r->flags &= ~(uint32_t)RF_NEED_CTS;
+    } else if (r->flags & RF_NEED_FIN) {
+        h.type = QUAY_PKT_FIN; /* PUT done: the data is in place */
+        h.flags = WIRE_F_TO_RECV;
+        h.sreq = r->id;
+        h.rreq = r->rreq;
+        h.status = r->status.error;
+        r->flags &= ~(uint32_t)RF_NEED_FIN;
+        r->flags |= RF_FIN_SENT;
     } else if (r->flags & RF_CANCEL_WANTED) {
         h.type = QUAY_PKT_CANCEL_REQ;
         h.seq = r->cancel_seq;
@@ -220,6 +253,7 @@ static void ctrl_emit(const ctrl_item *it, qout *o)
     memset(&h, 0, sizeof h);
     h.type = it->pkt;
     h.sreq = it->sreq;
+    h.rreq = it->rreq;
     h.status = it->status;
     o->peer = it->peer;
     o->pkt = it->pkt;
@@ -264,6 +298,15 @@ static void loop_run(quay_engine *e)
 }
 
 /* ---- the action queue -------------------------------------------------------------------- */
+
+/* r has no packet left to emit; a PUT sender whose CANCEL_REQ kept it
+ * here goes on writing. */
+static void txq_leave(quay_engine *e, quay_req *r)
+{
+    r->flags &= ~(uint32_t)RF_ON_TXQ;
+    if (r->state == QUAY_RS_SEND_PUT && r->next_frag < r->nfrags && !(r->flags & RF_FAILED))
+        rdmaq_add(e, r);
+}
 
 void out_fill_send(quay_engine *e, qout *o, quay_action *a)
 {
@@ -340,11 +383,18 @@ int out_next_action(quay_engine *e, quay_action *a)
         }
         qlink *n;
         if (!e->quiesced && out_avail(e) && (n = ql_first(&e->rdmaq)) != NULL) {
-            /* One-sided: an RDMA action; quiesce holds them (C1). */
+            /* An RDMA action (one-sided, or a rendezvous fragment);
+             * quiesce holds them (C1). */
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);
+            r->flags &= ~(uint32_t)RF_ON_RDMAQ;
+            if (r->flags & RF_FAILED)
+                continue; /* a fragment failed: issue no more */
             qout *o = out_alloc(e);
-            rdma_emit(r, o);
+            if (r->kind == RK_RDMA)
+                rdma_emit(r, o);
+            else if (rndv_rdma_emit(e, r, o))
+                rdmaq_add(e, r); /* round-robin with other transfers */
             e->st.pkts_out++;
             rdma_fill(e, o, a);
             return 1;
@@ -353,14 +403,14 @@ int out_next_action(quay_engine *e, quay_action *a)
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);
             if (!req_has_work(r)) {
-                r->flags &= ~(uint32_t)RF_ON_TXQ;
+                txq_leave(e, r);
                 continue;
             }
             qout *o = out_alloc(e);
             if (req_emit(r, o))
                 ql_push_tail(&e->txq, &r->link); /* round-robin */
             else
-                r->flags &= ~(uint32_t)RF_ON_TXQ;
+                txq_leave(e, r);
             if (hand_out(e, o, a))
                 return 1;
             continue;

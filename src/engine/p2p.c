@@ -68,6 +68,7 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
         r->next_frag = 0;
         r->frags_done = 0;
         r->cts_total = 0;
+        rndv_offer(e, r);
         req_set_state(e, r, QUAY_RS_SEND_RTS);
     } else {
         if (mode == QUAY_SEND_SYNC || mode == QUAY_SEND_READY)
@@ -165,7 +166,7 @@ void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
         memcpy(r->u.rbuf, data, n);
     r->status.count = n;
     if (msg_needs_ack(env))
-        ctrl_push(e, QUAY_PKT_ACK, env->peer, env->sreq, 0);
+        ctrl_push(e, QUAY_PKT_ACK, env->peer, env->sreq, 0, 0);
     req_complete(e, r);
 }
 
@@ -287,7 +288,7 @@ int quay_improbe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
         /* Taking the message is the match a synchronous send waits for. */
         if (!ctrl_space(e))
             return QUAY_EAGAIN;
-        ctrl_push(e, QUAY_PKT_ACK, m->peer, m->sreq, 0);
+        ctrl_push(e, QUAY_PKT_ACK, m->peer, m->sreq, 0, 0);
         m->flags &= (uint8_t)~(UMF_SYNC | UMF_READY);
     }
     match_remove_unexp(e, m);
@@ -338,6 +339,11 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
 
 void req_progress(quay_engine *e, quay_req *r)
 {
+    if (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_RECV_GET ||
+        r->state == QUAY_RS_RECV_PUT) {
+        rndv_rdma_progress(e, r);
+        return;
+    }
     if (r->state == QUAY_RS_DONE || r->nout != 0)
         return;
     if (r->flags & RF_FAILED) {
@@ -362,7 +368,7 @@ void req_progress(quay_engine *e, quay_req *r)
     }
     if (r->flags & RF_RNDV) {
         /* A NAK (ready send, nothing posted) ends it; else all data out. */
-        if ((r->flags & RF_ACKED) ||
+        if ((r->flags & (RF_ACKED | RF_FIN_SEEN)) ||
             ((r->flags & RF_CTS_SEEN) && r->frags_done == r->nfrags &&
              r->cts_total != 0 && r->ncts > r->cts_total))
             req_complete(e, r);

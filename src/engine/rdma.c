@@ -40,7 +40,7 @@ static int rdma_post(quay_engine *e, int32_t peer, void *local, size_t len, uint
     req_set_state(e, r, QUAY_RS_RDMA);
     *preq = r;
     if (peer != e->rank) {
-        ql_push_tail(&e->rdmaq, &r->link);
+        rdmaq_add(e, r);
         return 0;
     }
     void *addr;

@@ -30,6 +30,7 @@ quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
     r->comm = c;
     r->ctx = c != NULL ? c->ctx : 0;
     r->peer = -1;
+    r->lkey = 0;
     memset(&r->status, 0, sizeof r->status);
     r->user = NULL;
     if (c != NULL)
@@ -58,11 +59,13 @@ void req_release(quay_engine *e, quay_req *r)
 void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);
-    if (r->flags & RF_ON_TXQ) {
+    if (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) {
         /* A failed transfer may complete with packets still unsent. */
         ql_remove(&r->link);
-        r->flags &= ~(uint32_t)RF_ON_TXQ;
+        r->flags &= ~(uint32_t)(RF_ON_TXQ | RF_ON_RDMAQ);
     }
+    if (r->lkey != 0 || (r->flags & RF_FIN_OWED))
+        rndv_rdma_release(e, r);
     if (r->flags & RF_INTERNAL)
         bsend_release(e, r->bsend_block);
     if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {
@@ -100,6 +103,14 @@ void txq_add(quay_engine *e, quay_req *r)
         return;
     r->flags |= RF_ON_TXQ;
     ql_push_tail(&e->txq, &r->link);
+}
+
+void rdmaq_add(quay_engine *e, quay_req *r)
+{
+    if (r->flags & RF_ON_RDMAQ)
+        return;
+    r->flags |= RF_ON_RDMAQ;
+    ql_push_tail(&e->rdmaq, &r->link);
 }
 
 /* ---- public ------------------------------------------------------------------ */

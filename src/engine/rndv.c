@@ -22,9 +22,14 @@
  */
 #include "engine/internal.h"
 
-static uint32_t frags_for(uint64_t bytes, uint32_t frag)
+uint32_t rndv_split(uint64_t bytes, uint64_t frag_size, uint32_t *frag)
 {
-    return (uint32_t)((bytes + frag - 1) / frag);
+    uint64_t f = frag_size;
+    /* Keep the fragment count within 32 bits for absurd sizes. */
+    if (bytes / f >= UINT32_MAX)
+        f = bytes / (UINT32_MAX - 1) + 1;
+    *frag = (uint32_t)f;
+    return (uint32_t)((bytes + f - 1) / f);
 }
 
 void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
@@ -34,13 +39,11 @@ void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
         accepted = r->len;
         r->status.error = QUAY_ETRUNCATE;
     }
-    uint64_t frag = e->cfg.frag_size;
-    /* Keep the fragment count within 32 bits for absurd sizes. */
-    if (accepted / frag >= UINT32_MAX)
-        frag = accepted / (UINT32_MAX - 1) + 1;
     r->accepted = accepted;
-    r->frag = (uint32_t)frag;
-    r->nfrags = frags_for(accepted, r->frag);
+    if (rndv_rdma_matched(e, r, env))
+        return; /* the data moves by RDMA (rndv_rdma.c) */
+    e->st.rndv_copy++;
+    r->nfrags = rndv_split(accepted, e->cfg.frag_size, &r->frag);
     r->grant = r->nfrags < e->cfg.pipeline_depth ? r->nfrags : e->cfg.pipeline_depth;
     r->base = 0;
     r->bitmap = 0;
@@ -75,6 +78,8 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         (r->flags & (RF_CANCELLED | RF_ACKED)) || r->state == QUAY_RS_DONE)
         return QUAY_ESTATE;
     int first = !(r->flags & RF_CTS_SEEN);
+    if (h->flags & WIRE_F_KEY)
+        return first ? rndv_put_start(e, r, h) : QUAY_ESTATE;
     uint64_t nf;
     if (first) {
         if (h->len > r->len || h->frag > e->cfg.max_packet - WIRE_DATA_LEN)
@@ -105,6 +110,8 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         r->flags |= RF_CTS_SEEN;
         /* A CTS proves the match: a pending cancel can only fail now. */
         req_set_state(e, r, QUAY_RS_SEND_DATA);
+        if (r->lkey != 0)
+            rndv_rdma_release(e, r); /* the receiver declined to read */
     } else if (h->grant > r->grant) {
         r->grant = h->grant; /* else a straggler, superseded by a later grant */
     }

@@ -81,7 +81,10 @@ static void env_from_hdr(umsg *m, int32_t peer, const wire_hdr *h)
 {
     m->type = h->type;
     m->flags = (uint8_t)(((h->flags & WIRE_F_SYNC) ? UMF_SYNC : 0) |
-                         ((h->flags & WIRE_F_READY) ? UMF_READY : 0));
+                         ((h->flags & WIRE_F_READY) ? UMF_READY : 0) |
+                         ((h->flags & WIRE_F_KEY) ? UMF_KEY : 0) |
+                         ((h->flags & WIRE_F_PUT_OK) ? UMF_PUT_OK : 0));
+    m->key = h->key;
     m->peer = peer;
     m->ctx = h->ctx;
     m->src = h->src;
@@ -181,7 +184,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             m->data = NULL;
         }
         m->flags |= UMF_POISON;
-        ctrl_push(e, QUAY_PKT_ACK, peer, env->sreq, QUAY_ENOTPOSTED);
+        ctrl_push(e, QUAY_PKT_ACK, peer, env->sreq, QUAY_ENOTPOSTED, 0);
     }
     if (c != NULL) {
         match_add_unexp(e, c, m);

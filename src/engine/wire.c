@@ -10,12 +10,14 @@
 
 #include <string.h>
 
-static size_t hdr_len_of(uint8_t type)
+static size_t hdr_len_of(uint8_t type, uint16_t flags)
 {
+    size_t key = (flags & WIRE_F_KEY) ? WIRE_KEY_LEN : 0;
     switch (type) {
-    case QUAY_PKT_EAGER:
-    case QUAY_PKT_RTS: return WIRE_ENV_LEN;
-    case QUAY_PKT_CTS: return WIRE_CTS_LEN;
+    case QUAY_PKT_EAGER: return WIRE_ENV_LEN;
+    case QUAY_PKT_RTS: return WIRE_ENV_LEN + key;
+    case QUAY_PKT_CTS: return WIRE_CTS_LEN + key;
+    case QUAY_PKT_FIN: return WIRE_FIN_LEN;
     case QUAY_PKT_DATA: return WIRE_DATA_LEN;
     case QUAY_PKT_ACK: return WIRE_ACK_LEN;
     case QUAY_PKT_CANCEL_REQ: return WIRE_CANCEL_REQ_LEN;
@@ -30,16 +32,17 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
         return QUAY_EPROTO;
     if (b[0] != WIRE_VERSION)
         return QUAY_EPROTO;
-    size_t hl = hdr_len_of(b[1]);
+    h->type = b[1];
+    h->flags = wire_get16(b + 2);
+    size_t hl = hdr_len_of(h->type, h->flags);
     if (hl == 0 || len < hl)
         return QUAY_EPROTO;
     size_t payload = len - hl;
-    h->type = b[1];
-    h->flags = wire_get16(b + 2);
     switch (h->type) {
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS:
-        if ((h->flags & ~WIRE_ENV_FLAGS) || h->flags == WIRE_ENV_FLAGS)
+        if ((h->flags & ~(h->type == QUAY_PKT_RTS ? WIRE_RTS_FLAGS : WIRE_ENV_FLAGS)) ||
+            (h->flags & WIRE_ENV_FLAGS) == WIRE_ENV_FLAGS)
             return QUAY_EPROTO; /* unknown bits, or sync and ready at once */
         h->seq = wire_get32(b + 4);
         h->ctx = wire_get32(b + 8);
@@ -56,9 +59,10 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
             return QUAY_EPROTO;
         if (h->type == QUAY_PKT_RTS && h->sreq == 0)
             return QUAY_EPROTO;
+        h->key = (h->flags & WIRE_F_KEY) ? wire_get64(b + WIRE_ENV_LEN) : 0;
         return (int)hl;
     case QUAY_PKT_CTS:
-        if (h->flags != 0 || payload != 0)
+        if ((h->flags & ~WIRE_F_KEY) || payload != 0)
             return QUAY_EPROTO;
         h->sreq = wire_get32(b + 4);
         h->rreq = wire_get32(b + 8);
@@ -67,6 +71,18 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
         h->index = wire_get32(b + 20);
         h->len = wire_get64(b + 24);
         if (h->sreq == 0 || h->rreq == 0 || h->frag == 0 || h->index == 0)
+            return QUAY_EPROTO;
+        h->key = (h->flags & WIRE_F_KEY) ? wire_get64(b + WIRE_CTS_LEN) : 0;
+        return (int)hl;
+    case QUAY_PKT_FIN:
+        if ((h->flags & ~WIRE_F_TO_RECV) || payload != 0)
+            return QUAY_EPROTO;
+        h->sreq = wire_get32(b + 4);
+        h->rreq = wire_get32(b + 8);
+        h->status = (int32_t)wire_get32(b + 12);
+        if (h->sreq == 0 || h->rreq == 0 ||
+            (h->status != 0 && h->status != QUAY_EPEER && h->status != QUAY_EPROTO &&
+             h->status != QUAY_ESTATE))
             return QUAY_EPROTO;
         return (int)hl;
     case QUAY_PKT_DATA:
@@ -110,7 +126,7 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
 
 size_t wire_encode(const wire_hdr *h, uint8_t *o)
 {
-    size_t hl = hdr_len_of(h->type);
+    size_t hl = hdr_len_of(h->type, h->flags);
     memset(o, 0, hl);
     o[0] = WIRE_VERSION;
     o[1] = h->type;
@@ -124,6 +140,8 @@ size_t wire_encode(const wire_hdr *h, uint8_t *o)
         wire_put32(o + 16, (uint32_t)h->tag);
         wire_put32(o + 20, h->sreq);
         wire_put64(o + 24, h->len);
+        if (h->flags & WIRE_F_KEY)
+            wire_put64(o + WIRE_ENV_LEN, h->key);
         break;
     case QUAY_PKT_CTS:
         wire_put32(o + 4, h->sreq);
@@ -132,6 +150,13 @@ size_t wire_encode(const wire_hdr *h, uint8_t *o)
         wire_put32(o + 16, h->frag);
         wire_put32(o + 20, h->index);
         wire_put64(o + 24, h->len);
+        if (h->flags & WIRE_F_KEY)
+            wire_put64(o + WIRE_CTS_LEN, h->key);
+        break;
+    case QUAY_PKT_FIN:
+        wire_put32(o + 4, h->sreq);
+        wire_put32(o + 8, h->rreq);
+        wire_put32(o + 12, (uint32_t)h->status);
         break;
     case QUAY_PKT_DATA:
         wire_put32(o + 4, h->rreq);

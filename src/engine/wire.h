@@ -19,6 +19,8 @@
 /* Header sizes per packet type. */
 #define WIRE_ENV_LEN 32    /* EAGER, RTS */
 #define WIRE_CTS_LEN 32
+#define WIRE_KEY_LEN 8     /* added to RTS and CTS by WIRE_F_KEY */
+#define WIRE_FIN_LEN 16
 #define WIRE_DATA_LEN 16
 #define WIRE_ACK_LEN 12
 #define WIRE_CANCEL_REQ_LEN 20
@@ -28,6 +30,15 @@
 #define WIRE_F_SYNC 0x1u
 #define WIRE_F_READY 0x2u
 #define WIRE_ENV_FLAGS (WIRE_F_SYNC | WIRE_F_READY)
+/* RTS: a key to the sender's buffer follows (the receiver may read it);
+ * CTS: a key to the receiver's buffer follows (the sender writes). */
+#define WIRE_F_KEY 0x4u
+/* RTS: the sender can write into a key the receiver gives in its CTS. */
+#define WIRE_F_PUT_OK 0x8u
+#define WIRE_RTS_FLAGS (WIRE_ENV_FLAGS | WIRE_F_KEY | WIRE_F_PUT_OK)
+/* FIN: from the sender (it wrote the data) to the receiver; without it,
+ * from the receiver (it read the data) to the sender. */
+#define WIRE_F_TO_RECV 0x1u
 
 /** A decoded packet header. Which fields are meaningful depends on type. */
 typedef struct wire_hdr {
@@ -37,15 +48,17 @@ typedef struct wire_hdr {
     uint32_t ctx;    /* EAGER, RTS, CANCEL_REQ */
     int32_t src;     /* EAGER, RTS: sender's comm rank */
     int32_t tag;     /* EAGER, RTS */
-    uint32_t sreq;   /* sender request id: EAGER, RTS, CTS, ACK, CANCEL_* */
-    uint32_t rreq;   /* receiver request id: CTS, DATA */
+    uint32_t sreq;   /* sender request id: EAGER, RTS, CTS, ACK, CANCEL_*, FIN */
+    uint32_t rreq;   /* receiver request id: CTS, DATA, FIN */
     uint64_t len;    /* EAGER, RTS: message length; CTS: accepted bytes */
     uint64_t offset; /* DATA */
     uint32_t grant;  /* CTS: fragments [0, grant) may be sent */
     uint32_t frag;   /* CTS: fragment size chosen by the receiver */
     uint32_t index;  /* CTS: 1-based count of CTS sent for this message */
-    int32_t status;  /* ACK: 0 or QUAY_ENOTPOSTED; CANCEL_REP: 1 cancelled, 0 not */
+    int32_t status;  /* ACK: 0 or QUAY_ENOTPOSTED; CANCEL_REP: 1 cancelled, 0 not;
+                        FIN: 0 or the transfer's error (EPEER, EPROTO, ESTATE) */
     uint32_t target; /* CANCEL_REQ: sequence number of the message to cancel */
+    uint64_t key;    /* RTS, CTS with WIRE_F_KEY: a registered-memory key */
 } wire_hdr;
 
 /**
@@ -64,7 +77,8 @@ static inline void wire_put32(uint8_t *p, uint32_t v);
 static inline void wire_put64(uint8_t *p, uint64_t v);
 
 /** Encode an EAGER or RTS header (the hot path: no intermediate struct);
- *  byte-for-byte what wire_encode writes. Returns WIRE_ENV_LEN. */
+ *  byte-for-byte what wire_encode writes. Returns WIRE_ENV_LEN (an RTS
+ *  with WIRE_F_KEY: the caller appends the key, see wire_encode). */
 static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
                                      uint32_t seq, uint32_t ctx, int32_t src,
                                      int32_t tag, uint32_t sreq, uint64_t len);

@@ -113,6 +113,7 @@ void context_reset(quay_engine *e, uint32_t key)
     e->loop_head = e->loop_tail = NULL;
     e->ctrl_head = 0;
     e->ctrl_count = 0;
+    e->ctrl_reserved = 0;
 
     ql_init(&e->txq);
     ql_init(&e->rdmaq);

@@ -21,7 +21,7 @@
 
 #include "flowctl/crc32c.h"
 
-#define SNAP_VERSION 1u
+#define SNAP_VERSION 2u
 #define SNAP_NONE UINT32_MAX
 #define SNAP_HDR_LEN 16u /* magic 8, version 4, total length 4 */
 
@@ -61,6 +61,9 @@ typedef struct snap {
     uint8_t *msg_live;
     uint8_t *rank_seen;
     uint8_t *region_seen;
+    uint32_t *region_gen; /* per slot: generation read (CHECK) */
+    uint8_t *region_int;  /* per slot: live and internal (CHECK) */
+    uint32_t fin_owed;    /* requests holding a control slot for a FIN */
     uint32_t *credit_held; /* per peer: restored messages holding credit */
     uint8_t *comm_live;
     int32_t *comm_size; /* per comm slot: size (0 when not live) */
@@ -231,22 +234,22 @@ static void sx_ident(snap *s)
     quay_engine *e = s->e;
     const quay_config *c = &e->cfg;
     /* Every field that shapes the state or the wire, as saved. */
-    uint64_t v[25] = {
+    uint64_t v[26] = {
         (uint64_t)(uint32_t)c->rank, (uint64_t)(uint32_t)c->nranks, e->chan_id,
         c->channels, c->flags, c->seed, c->eager_max, c->frag_size,
         c->pipeline_depth, c->max_packet, c->max_requests, c->max_unexpected,
         c->unexpected_bytes_max, c->max_out, c->max_ctrl, c->max_comms,
         c->reorder_window, c->transport_caps, c->flow, c->flow_window,
         c->rto_init_ns, c->rto_max_ns, c->retry_limit, c->flow_credits,
-        c->max_regions,
+        c->max_regions, c->rndv_mode,
     };
-    uint32_t n = 25;
+    uint32_t n = 26;
     sx_u32(s, &n);
-    if (s->mode != SNAP_SAVE && s->err == 0 && n != 25) {
+    if (s->mode != SNAP_SAVE && s->err == 0 && n != 26) {
         s->err = QUAY_EFOREIGN;
         return;
     }
-    for (uint32_t i = 0; i < 25; i++) {
+    for (uint32_t i = 0; i < 26; i++) {
         uint64_t x = v[i];
         sx_u64(s, &x);
         if (s->mode != SNAP_SAVE && s->err == 0 && x != v[i])
@@ -329,6 +332,8 @@ static void sx_regions(snap *s)
         sx_u32(s, &gen);
         if (gen >= (1u << 24))
             corrupt(s);
+        if (s->mode == SNAP_CHECK)
+            s->region_gen[i] = gen;
         if (s->mode == SNAP_APPLY)
             e->regions[i].gen = gen;
     }
@@ -361,6 +366,7 @@ static void sx_regions(snap *s)
             if (seen[idx])
                 corrupt(s);
             seen[idx] = 1;
+            s->region_int[idx] = m->internal;
             continue;
         }
         mregion *d = &e->regions[idx];
@@ -453,8 +459,6 @@ static void sx_comms(snap *s)
 
 /* ---- requests ------------------------------------------------------------------- */
 
-#define RF_ALL ((1u << 15) - 1u)
-
 static int req_state_ok(const quay_req *r)
 {
     if (r->state == QUAY_RS_DONE)
@@ -463,7 +467,44 @@ static int req_state_ok(const quay_req *r)
         return r->state >= QUAY_RS_SEND_EAGER && r->state <= QUAY_RS_SEND_CANCEL;
     if (r->kind == RK_RDMA)
         return r->state == QUAY_RS_RDMA;
-    return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RNDV;
+    return r->state >= QUAY_RS_RECV_POSTED && r->state <= QUAY_RS_RECV_PUT;
+}
+
+/* An internal region key of this channel, live in the blob (CHECK). */
+static int lkey_ok(const snap *s, uint64_t key)
+{
+    uint32_t idx, gen;
+    if (mem_key_parse(s->e, key, &idx, &gen) != 0)
+        return 0;
+    return s->region_seen[idx] && s->region_int[idx] && s->region_gen[idx] == gen;
+}
+
+/* The RDMA rendezvous fields of r are consistent with its state. */
+static int req_rdma_ok(const snap *s, const quay_req *r)
+{
+    int rdma_state = r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_RECV_GET ||
+                     r->state == QUAY_RS_RECV_PUT;
+    int saved = r->state == QUAY_RS_SEND_CANCEL ? r->saved_state : r->state;
+    if (r->lkey != 0 && !(((r->flags & RF_GET_OFFER) && saved == QUAY_RS_SEND_RTS) ||
+                          r->state == QUAY_RS_RECV_PUT))
+        return 0;
+    if (r->lkey != 0 && !lkey_ok(s, r->lkey))
+        return 0;
+    if (r->state == QUAY_RS_RECV_PUT && r->lkey == 0)
+        return 0;
+    if (((r->flags & RF_FIN_OWED) != 0) != (r->state == QUAY_RS_RECV_GET))
+        return 0;
+    if ((r->flags & RF_ON_RDMAQ) &&
+        !(r->state == QUAY_RS_RDMA || r->state == QUAY_RS_SEND_PUT ||
+          r->state == QUAY_RS_RECV_GET))
+        return 0;
+    if (r->state == QUAY_RS_RDMA && !(r->flags & RF_ON_RDMAQ))
+        return 0; /* stable: an unissued action waits on the queue */
+    if (rdma_state &&
+        (r->accepted > r->len || r->next_frag > r->nfrags || r->frags_done > r->next_frag ||
+         (r->nfrags != 0 && (r->frag == 0 || (uint64_t)r->frag * r->nfrags < r->accepted))))
+        return 0;
+    return 1;
 }
 
 static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t boff)
@@ -472,7 +513,7 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
     if ((r->kind != RK_SEND && r->kind != RK_RECV && r->kind != RK_RDMA) ||
         !req_state_ok(r) ||
         r->mode > QUAY_SEND_BUFFERED || r->saved_state >= QUAY_RS_COUNT_ ||
-        (r->flags & ~RF_ALL) || r->peer < -1 || r->peer >= e->nranks ||
+        (r->flags & ~RF_ALL_FLAGS) || r->peer < -1 || r->peer >= e->nranks ||
         r->stamp > s->saved_stamp)
         return 0;
     if (ci != SNAP_NONE) {
@@ -506,6 +547,8 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
                     r->cts_total > r->nfrags))
         return 0;
     if (r->state == QUAY_RS_RECV_RNDV && (r->received > r->accepted || r->base > r->nfrags))
+        return 0;
+    if (!req_rdma_ok(s, r))
         return 0;
     /* A buffered-send carrier owns a block of the attached buffer. */
     if (((r->flags & RF_INTERNAL) != 0) != (boff != SNAP_NONE))
@@ -557,6 +600,7 @@ static void sx_req(snap *s, quay_req *r, uint32_t *ci, uint32_t *boff)
     sx_u32(s, &r->cts_total);
     sx_u64(s, &r->rkey);
     sx_u64(s, &r->roff);
+    sx_u64(s, &r->lkey);
     sx_u32(s, boff);
 }
 
@@ -656,16 +700,17 @@ static void sx_reqs(snap *s)
             s->req_live[idx] = (uint16_t)(1u | (r->state == QUAY_RS_RECV_POSTED ? 32u : 0u) |
                                           ((r->flags & RF_ON_TXQ) ? 64u : 0u) |
                                           ((r->flags & RF_ON_CQ) ? 128u : 0u) |
-                                          (r->state == QUAY_RS_RDMA ? 256u : 0u));
+                                          ((r->flags & RF_ON_RDMAQ) ? 256u : 0u));
             s->req_nout[idx] = r->nout;
             s->req_stamp[idx] = r->stamp;
             s->nposted += r->state == QUAY_RS_RECV_POSTED;
             s->ntxq += (r->flags & RF_ON_TXQ) != 0;
             s->ncq += (r->flags & RF_ON_CQ) != 0;
-            s->nrdma += r->state == QUAY_RS_RDMA;
+            s->nrdma += (r->flags & RF_ON_RDMAQ) != 0;
+            s->fin_owed += (r->flags & RF_FIN_OWED) != 0;
             s->bs_blocks += boff != SNAP_NONE;
-            if ((r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RDMA) &&
-                (r->flags & RF_ON_TXQ))
+            if ((r->state == QUAY_RS_RECV_POSTED && (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ))) ||
+                (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) == (RF_ON_TXQ | RF_ON_RDMAQ))
                 corrupt(s); /* one link, one list */
             continue;
         }
@@ -678,6 +723,8 @@ static void sx_reqs(snap *s)
         d->comm = ci == SNAP_NONE ? NULL : &e->comms[ci];
         if (d->comm != NULL)
             d->comm->nreqs++;
+        if (d->flags & RF_FIN_OWED)
+            e->ctrl_reserved++;
         d->bsend_block = boff == SNAP_NONE ? NULL : e->bs.buf + boff;
         e->reqs_used++;
     }
@@ -749,6 +796,7 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     sx_u32(s, &m->sreq);
     sx_u32(s, &m->target);
     sx_u64(s, &m->len);
+    sx_u64(s, &m->key);
     sx_u32(s, &ci);
     sx_u8(s, &has_data);
     if (s->mode == SNAP_SAVE) {
@@ -762,7 +810,9 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     if (s->err != 0 || idx >= e->nmsgs ||
         (m->type != QUAY_PKT_EAGER && m->type != QUAY_PKT_RTS &&
          m->type != QUAY_PKT_CANCEL_REQ) ||
-        (m->flags & ~0xFu) || m->peer < 0 || m->peer >= e->nranks ||
+        (m->flags & ~UMF_ALL) || m->peer < 0 || m->peer >= e->nranks ||
+        ((m->flags & (UMF_KEY | UMF_PUT_OK)) && m->type != QUAY_PKT_RTS) ||
+        (!(m->flags & UMF_KEY) && m->key != 0) ||
         ((m->flags & UMF_CREDIT) && (e->flow != QUAY_FLOW_CREDIT || m->peer == e->rank)) ||
         has_data > 1 || has_data != eager_data ||
         (has_data && m->len > e->cfg.unexpected_bytes_max - s->ubytes) ||
@@ -959,7 +1009,7 @@ static void sx_out(snap *s, qout *src, int32_t peer, uint32_t *room)
     raw(s, OUT_HDR(o), o->hdr_len);
     if (s->mode == SNAP_SAVE)
         return;
-    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_CANCEL_REP ||
+    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_FIN ||
         o->hdr_len == 0 || bad_index(ri, e->nreqs, 1) ||
         o->payload_len > e->cfg.max_packet - o->hdr_len ||
         (ri == SNAP_NONE && o->payload_len != 0) || *room == 0) {
@@ -1076,21 +1126,26 @@ static void sx_ctrl(snap *s)
 {
     quay_engine *e = s->e;
     uint32_t n = sx_count(s, e->ctrl_count, e->ctrl_cap);
+    if (s->mode == SNAP_CHECK &&
+        (n + s->fin_owed > e->ctrl_cap || s->fin_owed > e->ctrl_cap / 2))
+        corrupt(s); /* the reserved slots must still fit */
     for (uint32_t k = 0; k < n && s->err == 0; k++) {
-        ctrl_item it = {0, 0, 0, 0};
+        ctrl_item it = {0, 0, 0, 0, 0};
         if (s->mode == SNAP_SAVE)
             it = e->ctrl[(e->ctrl_head + k) & e->ctrl_mask];
         sx_u8(s, &it.pkt);
         sx_i32(s, &it.peer);
         sx_u32(s, &it.sreq);
         sx_i32(s, &it.status);
+        sx_u32(s, &it.rreq);
         if (s->mode == SNAP_SAVE)
             continue;
-        if ((it.pkt != QUAY_PKT_ACK && it.pkt != QUAY_PKT_CANCEL_REP) || it.peer < 0 ||
-            it.peer >= e->nranks)
+        if ((it.pkt != QUAY_PKT_ACK && it.pkt != QUAY_PKT_CANCEL_REP &&
+             it.pkt != QUAY_PKT_FIN) ||
+            it.peer < 0 || it.peer >= e->nranks)
             corrupt(s);
         else if (s->mode == SNAP_APPLY)
-            ctrl_push(e, it.pkt, it.peer, it.sreq, it.status);
+            ctrl_push(e, it.pkt, it.peer, it.sreq, it.status, it.rreq);
     }
 }
 
@@ -1174,6 +1229,8 @@ static void snap_scratch_free(snap *s)
     qfree(e, s->msg_live);
     qfree(e, s->rank_seen);
     qfree(e, s->region_seen);
+    qfree(e, s->region_gen);
+    qfree(e, s->region_int);
     qfree(e, s->credit_held);
     qfree(e, s->comm_live);
     qfree(e, s->comm_size);
@@ -1189,16 +1246,23 @@ static int snap_scratch(snap *s)
     s->msg_live = qalloc(e, e->nmsgs);
     s->rank_seen = qalloc(e, (size_t)e->nranks);
     s->region_seen = qalloc(e, e->nregions);
+    s->region_gen = qalloc(e, (size_t)e->nregions * sizeof *s->region_gen);
+    s->region_int = qalloc(e, e->nregions);
     s->credit_held = qalloc(e, (size_t)e->nranks * sizeof *s->credit_held);
     s->comm_live = qalloc(e, e->ncomms_max);
     s->comm_size = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_size);
     s->comm_ctx = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_ctx);
     if (!s->req_live || !s->req_nout || !s->req_stamp || !s->msg_live || !s->rank_seen ||
         !s->credit_held || !s->region_seen ||
+        (e->nregions != 0 && (!s->region_gen || !s->region_int)) ||
         !s->comm_live || !s->comm_size || !s->comm_ctx)
         return QUAY_ENOMEM;
     memset(s->req_live, 0, (size_t)e->nreqs * sizeof *s->req_live);
     memset(s->region_seen, 0, e->nregions);
+    if (e->nregions != 0) {
+        memset(s->region_gen, 0, (size_t)e->nregions * sizeof *s->region_gen);
+        memset(s->region_int, 0, e->nregions);
+    }
     memset(s->credit_held, 0, (size_t)e->nranks * sizeof *s->credit_held);
     memset(s->msg_live, 0, e->nmsgs);
     memset(s->comm_live, 0, e->ncomms_max);

@@ -103,6 +103,25 @@ int scn_runner_faults_active(const scn_runner *r);
 void scn_runner_set_flow(scn_runner *r, int mode);
 /** Parse "none" / "acknack" / "credit" into a QUAY_FLOW_* value; 0 or -1. */
 int scn_flow_parse(const char *text, int *mode);
+
+/** Rendezvous modes of a run (config rndv=, --rndv). */
+enum {
+    SCN_RNDV_DEFAULT = 0, /* DATA packets, transport without RDMA */
+    SCN_RNDV_COPY,        /* DATA packets, transport with RDMA */
+    SCN_RNDV_GET,         /* every rank QUAY_RNDV_GET */
+    SCN_RNDV_PUT,         /* every rank QUAY_RNDV_PUT */
+    SCN_RNDV_MIXED        /* each rank COPY, GET or PUT, drawn per seed:
+                             offers met by receivers that decline them */
+};
+/**
+ * The runs of `r` use rendezvous `mode` (SCN_RNDV_*) instead of the
+ * scenario's `config rndv=`; -1 goes back to the scenario's. Every mode
+ * but DEFAULT gives the engines QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT and
+ * nicsim executes their RDMA actions.
+ */
+void scn_runner_set_rndv(scn_runner *r, int mode);
+/** Parse "default" / "copy" / "get" / "put" / "mixed"; 0 or -1. */
+int scn_rndv_parse(const char *text, int *mode);
 /**
  * Context switches (flow control only): when on, quiescing a rank
  * (quay_channel_quiesce) and resuming a quiesced rank once

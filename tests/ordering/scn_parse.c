@@ -554,6 +554,11 @@ static int parse_config(parser *p, char **tok, int ntok)
                 return perr(p, "config: flow=none|acknack|credit, not '%s'", eq + 1);
             continue;
         }
+        if (strcmp(tok[i], "rndv") == 0) {
+            if (scn_rndv_parse(eq + 1, &s->rndv) != 0)
+                return perr(p, "config: rndv=default|copy|get|put|mixed, not '%s'", eq + 1);
+            continue;
+        }
         if (parse_u64(eq + 1, &v) != 0)
             return perr(p, "config: bad value for %s", tok[i]);
         if (strcmp(tok[i], "eager_max") == 0)
@@ -958,6 +963,17 @@ const char *scn_name(const scn *s)
 int scn_nranks(const scn *s)
 {
     return s->nranks;
+}
+
+int scn_rndv_parse(const char *text, int *mode)
+{
+    static const char *const names[] = {"default", "copy", "get", "put", "mixed"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *mode = i;
+            return 0;
+        }
+    return -1;
 }
 
 int scn_flow_parse(const char *text, int *mode)

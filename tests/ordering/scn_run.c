@@ -158,6 +158,18 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         qc.max_out = s->max_out ? s->max_out : 256;
         qc.max_ctrl = s->max_ctrl ? s->max_ctrl : 256;
         qc.max_comms = (uint32_t)s->ncomms + 4;
+        {
+            int rm = run->rndv_override >= 0 ? run->rndv_override : s->rndv;
+            if (rm != SCN_RNDV_DEFAULT) {
+                /* Its own stream, so the other draws keep their values. */
+                static const uint32_t modes[3] = {QUAY_RNDV_COPY, QUAY_RNDV_GET,
+                                                  QUAY_RNDV_PUT};
+                uint64_t y = seed ^ 0x52444d4152444d41ull ^ (uint64_t)r;
+                qc.transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
+                qc.rndv_mode = rm == SCN_RNDV_MIXED ? modes[nicsim_splitmix64(&y) % 3]
+                                                    : modes[rm - SCN_RNDV_COPY];
+            }
+        }
         qc.flow = run->flow;
         if (run->flow != QUAY_FLOW_NONE) {
             qc.rto_init_ns = run->rto_ns;
@@ -575,15 +587,17 @@ static void end_of_run(scn_runner *run)
         run->dups_dropped += st.dups_dropped;
         if (st.reqs_in_use != 0 || st.umsgs_in_use != 0 ||
             st.outs_in_use != 0 || st.held_out_of_order != 0 ||
-            st.bytes_unexpected != 0 ||
+            st.bytes_unexpected != 0 || st.regions_in_use != 0 ||
+            st.ctrl_reserved != 0 ||
             (run->flow == QUAY_FLOW_NONE && st.pkts_rejected != 0))
             scn_fail(run,
                      "rank %d: engine not clean at the end: reqs_in_use %u "
                      "umsgs_in_use %u outs_in_use %u held_out_of_order %u "
-                     "bytes_unexpected %" PRIu64 " pkts_rejected %" PRIu64,
+                     "bytes_unexpected %" PRIu64 " pkts_rejected %" PRIu64
+                     " regions_in_use %u ctrl_reserved %u",
                      r, st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
                      st.held_out_of_order, st.bytes_unexpected,
-                     st.pkts_rejected);
+                     st.pkts_rejected, st.regions_in_use, st.ctrl_reserved);
         for (c = s->ncomms - 1; c >= 0 && !run->failed; c--) {
             if (rk->comms[c] == NULL)
                 continue;
@@ -602,13 +616,13 @@ static void end_of_run(scn_runner *run)
          * copies are dropped as duplicates, silently. */
         uint64_t allowed = run->flow != QUAY_FLOW_NONE ? ns.corrupt_rejected : 0;
         if (ns.rejects != allowed || run->engine_rejects != allowed ||
-            ns.errors || ns.fatal)
+            ns.errors || ns.fatal || ns.rdma_refused)
             scn_fail(run,
                      "nicsim: %" PRIu64 " rejects (%" PRIu64
                      " by the engines, %" PRIu64 " allowed: corrupted), %" PRIu64
-                     " errors, %" PRIu64 " fatal",
+                     " errors, %" PRIu64 " fatal, %" PRIu64 " RDMA accesses refused",
                      ns.rejects, run->engine_rejects, allowed, ns.errors,
-                     ns.fatal);
+                     ns.fatal, ns.rdma_refused);
         else if (run->flow != QUAY_FLOW_NONE && ns.corrupt_accepted != 0)
             scn_fail(run, "flow control: %" PRIu64 " corrupted packets "
                           "accepted", ns.corrupt_accepted);
@@ -705,6 +719,7 @@ int scn_runner_new(const scn *s, scn_runner **pr)
         return -1;
     run->s = s;
     run->flow_override = -1;
+    run->rndv_override = -1;
     run->complete_actions = (s->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     run->max_steps = 200000 + 2000 * (uint64_t)s->nslots;
     for (i = 0; i < s->nslots; i++)
@@ -805,6 +820,11 @@ int scn_runner_faults_active(const scn_runner *run)
 void scn_runner_set_flow(scn_runner *run, int mode)
 {
     run->flow_override = mode;
+}
+
+void scn_runner_set_rndv(scn_runner *run, int mode)
+{
+    run->rndv_override = mode;
 }
 
 void scn_runner_set_switches(scn_runner *run, int on)

@@ -51,6 +51,8 @@ const char *scn_errname(int code)
     case QUAY_ENOTSUP: return "ENOTSUP";
     case QUAY_ENOMEM: return "ENOMEM";
     case QUAY_EINTERNAL: return "EINTERNAL";
+    case QUAY_ECORRUPT: return "ECORRUPT";
+    case QUAY_EFOREIGN: return "EFOREIGN";
     default: return "E?";
     }
 }

@@ -13,6 +13,9 @@
  *   --flow none|acknack|credit  flow control for every scenario, replacing its
  *       `config flow=` (acknack: retransmission timers on a virtual
  *       clock; see scn.h scn_runner_set_flow).
+ *   --rndv copy|get|put|mixed  rendezvous data by DATA packets or RDMA
+ *       (GET, PUT, or each rank's mode drawn per seed), replacing the
+ *       scenario's `config rndv=`.
  *   --switches  with flow control: context switches (quiesce, stable,
  *       resume) at random points (scn.h scn_runner_set_switches).
  *
@@ -31,7 +34,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] "
             "[--switches] file.scn ...\n");
 }
 
@@ -86,7 +89,7 @@ int main(int argc, char **argv)
     const char *env = getenv("QUAY_SEEDS");
     const char *files[256];
     const char *faults = NULL;
-    int flow = -1, switches = 0;
+    int flow = -1, switches = 0, rndv = -1;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -108,6 +111,9 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
             if (scn_flow_parse(argv[++i], &flow) != 0)
+                return usage(), 2;
+        } else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) {
+            if (scn_rndv_parse(argv[++i], &rndv) != 0)
                 return usage(), 2;
         } else if (strcmp(argv[i], "--switches") == 0) {
             switches = 1;
@@ -158,6 +164,7 @@ int main(int argc, char **argv)
             break;
         }
         scn_runner_set_flow(r, flow);
+        scn_runner_set_rndv(r, rndv);
         scn_runner_set_switches(r, switches);
         fault_arg[0] = '\0';
         if (scn_runner_faults_active(r)) {
