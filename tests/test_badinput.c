@@ -8,10 +8,12 @@
  * was hit: not consumed), for being counted once (pkts_rejected /
  * pkts_deferred) and traced (QUAY_TR_REJECT with its code and peer), and
  * for leaving no trace in the engine (requests, descriptors, held packets,
- * unexpected bytes, control queue unchanged). Each scenario then finishes
- * its own legitimate traffic and runs a normal eager + rendezvous exchange
- * between every pair of ranks, which must complete with correct data and
- * leave every engine's counters clean, with no legitimate packet rejected.
+ * unexpected bytes, control queue and reserved slots, registered regions
+ * unchanged; where a scenario names the requests a packet aims at, those
+ * byte-for-byte unchanged). Each scenario then finishes its own
+ * legitimate traffic and runs a normal eager + rendezvous exchange between
+ * every pair of ranks, which must complete with correct data and leave
+ * every engine's counters clean, with no legitimate packet rejected.
  *
  * Subtests named "regression: ..." reproduce engine bugs found while
  * writing this file (each comment says where and why); they failed on the
@@ -59,12 +61,39 @@ typedef struct pend {
 static pend PEND[64];
 static int npend;
 
+/* Requests a bad packet must leave byte-for-byte untouched: expect_raw
+ * compares them (watch() sets them, setup and finish clear them). */
+static quay_req *WATCH[4];
+static size_t nwatch;
+
+static void watch(quay_req *a, quay_req *b, quay_req *c)
+{
+    quay_req *w[] = {a, b, c};
+    nwatch = 0;
+    for (size_t k = 0; k < COUNT_OF(w); k++)
+        if (w[k] != NULL)
+            WATCH[nwatch++] = w[k];
+}
+
 /* ---- setup and teardown ---------------------------------------------------------- */
 
 static size_t max_packet_of(const quay_config *c)
 {
     size_t body = c->eager_max > c->frag_size ? c->eager_max : c->frag_size;
     return c->max_packet ? c->max_packet : body + QUAY_MAX_HEADER;
+}
+
+/* cfg[0..n) when per_rank, else cfg[0] for every rank. */
+static int setup_each(int n, const quay_config *cfg, int per_rank)
+{
+    int rc = tn_init_each(&T, n, cfg, per_rank);
+    memset(TR, 0, sizeof TR);
+    npend = 0;
+    nwatch = 0;
+    for (int r = 0; r < T.n; r++)
+        if (T.e[r])
+            quay_set_trace(T.e[r], on_trace, &TR[r]);
+    return ok_msg(rc == 0, "setup %d engines: %s", n, quay_strerror(rc));
 }
 
 static int setup_cfg(int n, const quay_config *cfg)
@@ -74,13 +103,7 @@ static int setup_cfg(int n, const quay_config *cfg)
         tn_config(&def, 0, n);
         cfg = &def;
     }
-    int rc = tn_init(&T, n, cfg);
-    memset(TR, 0, sizeof TR);
-    npend = 0;
-    for (int r = 0; r < T.n; r++)
-        if (T.e[r])
-            quay_set_trace(T.e[r], on_trace, &TR[r]);
-    return ok_msg(rc == 0, "setup %d engines: %s", n, quay_strerror(rc));
+    return setup_each(n, cfg, 0);
 }
 
 static int setup(int n) { return setup_cfg(n, NULL); }
@@ -139,12 +162,14 @@ static void clean(void)
         quay_engine_stats(T.e[r], &st);
         int next = quay_next_action(T.e[r], &a);
         if (st.reqs_in_use || st.umsgs_in_use || st.outs_in_use || st.bytes_unexpected ||
-            st.held_out_of_order || st.ctrl_queued || next != 0) {
+            st.held_out_of_order || st.ctrl_queued || st.ctrl_reserved ||
+            st.regions_in_use || next != 0) {
             all = 0;
-            note("rank %d: reqs %u umsgs %u outs %u bytes %llu held %u ctrl %u next %d", r,
-                 st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
+            note("rank %d: reqs %u umsgs %u outs %u bytes %llu held %u ctrl %u+%u regions %u "
+                 "next %d",
+                 r, st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
                  (unsigned long long)st.bytes_unexpected, st.held_out_of_order,
-                 st.ctrl_queued, next);
+                 st.ctrl_queued, st.ctrl_reserved, st.regions_in_use, next);
         }
     }
     ok_msg(all, "every engine clean afterwards");
@@ -156,6 +181,7 @@ static void flush_pending(void);
 static void finish(void)
 {
     T.auto_done = 1;
+    nwatch = 0;
     flush_pending();
     tn_done_all(&T);
     tn_pump(&T);
@@ -314,6 +340,9 @@ static void expect_raw(int to, int from, const void *b, size_t len, int want,
                        const char *what)
 {
     quay_stats a, z;
+    static quay_req snap[COUNT_OF(WATCH)];
+    for (size_t k = 0; k < nwatch; k++)
+        memcpy(&snap[k], WATCH[k], sizeof snap[k]);
     quay_engine_stats(T.e[to], &a);
     trec tr0 = TR[to];
     int rc = inj_raw(to, from, b, len);
@@ -331,9 +360,19 @@ static void expect_raw(int to, int from, const void *b, size_t len, int want,
     int unchanged = z.reqs_in_use == a.reqs_in_use && z.umsgs_in_use == a.umsgs_in_use &&
                     z.bytes_unexpected == a.bytes_unexpected &&
                     z.held_out_of_order == a.held_out_of_order &&
-                    z.ctrl_queued == a.ctrl_queued && z.outs_in_use == a.outs_in_use;
+                    z.ctrl_queued == a.ctrl_queued && z.outs_in_use == a.outs_in_use &&
+                    z.ctrl_reserved == a.ctrl_reserved && z.regions_in_use == a.regions_in_use;
     if (!ok_msg(counted && traced && unchanged, "%s: accounted, traced, no side effect", what))
         note("counted %d traced %d unchanged %d", counted, traced, unchanged);
+    if (nwatch == 0)
+        return;
+    size_t k = 0;
+    while (k < nwatch && memcmp(&snap[k], WATCH[k], sizeof snap[k]) == 0)
+        k++;
+    if (!ok_msg(k == nwatch, "%s: requests untouched", what))
+        note("request %#x: state %s -> %s, flags %#x -> %#x, error %d -> %d", WATCH[k]->id,
+             quay_state_name(snap[k].state), quay_state_name(WATCH[k]->state),
+             snap[k].flags, WATCH[k]->flags, snap[k].status.error, WATCH[k]->status.error);
 }
 
 static void expect(int to, int from, const wire_hdr *h, const void *pl, size_t plen,
@@ -410,6 +449,27 @@ static wire_hdr creq(uint32_t seq, uint32_t ctx, uint32_t sreq, uint32_t target)
     return h;
 }
 
+/* A CTS carrying the receiver's key (PUT rendezvous). */
+static wire_hdr kcts(uint32_t sreq, uint32_t rreq, uint32_t grant, uint32_t frag,
+                     uint32_t index, uint64_t len, uint64_t key)
+{
+    wire_hdr h = cts(sreq, rreq, grant, frag, index, len);
+    h.flags = WIRE_F_KEY;
+    h.key = key;
+    return h;
+}
+
+/* flags: WIRE_F_TO_RECV (from the PUT sender) or 0 (from the GET receiver). */
+static wire_hdr fin(uint32_t sreq, uint32_t rreq, int32_t status, uint16_t flags)
+{
+    wire_hdr h = mk(QUAY_PKT_FIN);
+    h.flags = flags;
+    h.sreq = sreq;
+    h.rreq = rreq;
+    h.status = status;
+    return h;
+}
+
 /* ---- quay_on_packet arguments --------------------------------------------------------- */
 
 static void t_peer_args(void)
@@ -442,6 +502,7 @@ static long syntax_case(int i, uint8_t *b, const char **what)
     wire_hdr a = ack(QUAY_PKT_ACK, GEN1 | 1, 0);
     wire_hdr q = creq(0, 0, GEN1 | 1, 0);
     wire_hdr p = ack(QUAY_PKT_CANCEL_REP, GEN1 | 1, 0);
+    wire_hdr f = fin(GEN1 | 1, GEN1 | 2, 0, 0);
     size_t n;
     switch (i) {
     case 0: *what = "empty packet"; return 0;
@@ -450,7 +511,7 @@ static long syntax_case(int i, uint8_t *b, const char **what)
     case 3: *what = "version 0"; n = encode(&e, pl, 10, b); b[0] = 0; return (long)n;
     case 4: *what = "version 2"; n = encode(&e, pl, 10, b); b[0] = 2; return (long)n;
     case 5: *what = "type 0"; memset(b, 0, 48); b[0] = 1; return 48;
-    case 6: *what = "type 8 (reserved)"; memset(b, 0, 48); b[0] = 1; b[1] = 8; return 48;
+    case 6: *what = "type 8 (FIN) with zero ids and a payload"; memset(b, 0, 48); b[0] = 1; b[1] = 8; return 48;
     case 7: *what = "type 255"; memset(b, 0, 48); b[0] = 1; b[1] = 255; return 48;
     case 8: *what = "EAGER header truncated"; encode(&e, NULL, 0, b); return 31;
     case 9: *what = "EAGER len > payload"; e.len = 11; return (long)encode(&e, pl, 10, b);
@@ -481,6 +542,26 @@ static long syntax_case(int i, uint8_t *b, const char **what)
     case 34: *what = "CANCEL_REP status 2"; p.status = 2; return (long)encode(&p, NULL, 0, b);
     case 35: *what = "CANCEL_REP status -1"; p.status = -1; return (long)encode(&p, NULL, 0, b);
     case 36: *what = "CANCEL_REP with one extra byte"; n = encode(&p, NULL, 0, b); b[n] = 0; return (long)n + 1;
+    case 37: *what = "EAGER with flag KEY"; e.flags = WIRE_F_KEY; return (long)encode(&e, pl, 10, b);
+    case 38: *what = "EAGER with flag PUT_OK"; e.flags = WIRE_F_PUT_OK; return (long)encode(&e, pl, 10, b);
+    case 39: *what = "RTS unknown flag 0x10"; r.flags = 0x10; return (long)encode(&r, NULL, 0, b);
+    case 40: *what = "keyed RTS without its key"; r.flags = WIRE_F_KEY; encode(&r, NULL, 0, b); return WIRE_ENV_LEN;
+    case 41: *what = "keyed RTS, key truncated"; r.flags = WIRE_F_KEY; r.key = 5; encode(&r, NULL, 0, b); return WIRE_ENV_LEN + 7;
+    case 42: *what = "RTS: key bytes without flag KEY"; r.key = 5; n = encode(&r, NULL, 0, b); memset(b + n, 1, 8); return (long)n + 8;
+    case 43: *what = "keyed RTS, sync and ready"; r.flags = WIRE_F_KEY | WIRE_F_SYNC | WIRE_F_READY; r.key = 5; return (long)encode(&r, NULL, 0, b);
+    case 44: *what = "keyed CTS without its key"; c.flags = WIRE_F_KEY; encode(&c, NULL, 0, b); return WIRE_CTS_LEN;
+    case 45: *what = "CTS with flag PUT_OK"; c.flags = WIRE_F_PUT_OK; return (long)encode(&c, NULL, 0, b);
+    case 46: *what = "keyed CTS with one extra byte"; c.flags = WIRE_F_KEY; c.key = 5; n = encode(&c, NULL, 0, b); b[n] = 0; return (long)n + 1;
+    case 47: *what = "keyed CTS, rreq 0"; c.flags = WIRE_F_KEY; c.key = 5; c.rreq = 0; return (long)encode(&c, NULL, 0, b);
+    case 48: *what = "FIN sreq 0"; f.sreq = 0; return (long)encode(&f, NULL, 0, b);
+    case 49: *what = "FIN rreq 0"; f.rreq = 0; return (long)encode(&f, NULL, 0, b);
+    case 50: *what = "FIN flag 0x2"; f.flags = 2; return (long)encode(&f, NULL, 0, b);
+    case 51: *what = "FIN flag KEY"; f.flags = WIRE_F_KEY; return (long)encode(&f, NULL, 0, b);
+    case 52: *what = "FIN status 1"; f.status = 1; return (long)encode(&f, NULL, 0, b);
+    case 53: *what = "FIN status QUAY_ETRUNCATE"; f.status = QUAY_ETRUNCATE; return (long)encode(&f, NULL, 0, b);
+    case 54: *what = "FIN status QUAY_ENOTPOSTED"; f.status = QUAY_ENOTPOSTED; return (long)encode(&f, NULL, 0, b);
+    case 55: *what = "FIN truncated"; encode(&f, NULL, 0, b); return WIRE_FIN_LEN - 1;
+    case 56: *what = "FIN with one extra byte"; n = encode(&f, NULL, 0, b); b[n] = 0; return (long)n + 1;
     default: return -1;
     }
 }
@@ -1400,6 +1481,344 @@ static void t_cancel_rep_after_cts(void)
     finish();
 }
 
+/* ---- RDMA rendezvous: FIN and keyed CTS out of state --------------------------------- */
+
+/* n engines whose transport has RDMA_GET and RDMA_PUT; rank 0 in rndv_mode
+ * m0, the others in m1. */
+static int setup_rdma(int n, uint32_t m0, uint32_t m1)
+{
+    quay_config c[TN_MAX_RANKS];
+    for (int r = 0; r < n; r++) {
+        tn_config(&c[r], r, n);
+        c[r].transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
+        c[r].rndv_mode = r == 0 ? m0 : m1;
+    }
+    return setup_each(n, c, 1);
+}
+
+static quay_stats stats_of(int r)
+{
+    quay_stats st;
+    quay_engine_stats(T.e[r], &st);
+    return st;
+}
+
+/* Deliver in FIFO order until a packet of `type` from -> to is in flight:
+ * its index, or -1 if the network ran dry first. */
+static int run_until(int type, int from, int to)
+{
+    for (int steps = 0; steps < 1000; steps++) {
+        tn_pull_all(&T);
+        int i = find(type, from, to);
+        if (i >= 0 || T.nq == 0)
+            return i;
+        tn_deliver(&T, 0);
+    }
+    return -1;
+}
+
+/*
+ * GET: rank 0 offers its key in the RTS, rank 1 reads and answers with a
+ * FIN. Forged FINs, a keyed CTS and DATA while the receive is in RECV_GET;
+ * then the real FIN twice: before the send completes (it still waits for
+ * its RTS's op_done), after, and once the request is released.
+ */
+static void rdma_get_case(void)
+{
+    if (!setup_rdma(3, QUAY_RNDV_GET, QUAY_RNDV_AUTO))
+        return;
+    static uint8_t sb[1000], rb[1000], junk[128];
+    uint8_t pb[50];
+    tn_fill(sb, sizeof sb, 90);
+    memset(rb, 0, sizeof rb);
+    memset(junk, 0xee, sizeof junk);
+    quay_req *s, *r, *p;
+    T.auto_done = 0;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
+    quay_irecv(T.e[1], T.world[1], pb, sizeof pb, 0, 8, &p); /* stays posted */
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
+    is_int(stats_of(0).regions_in_use, 1);
+    tn_pull_all(&T);
+    int i = find(QUAY_PKT_RTS, 0, 1);
+    pkt rts = grab(i);
+    wire_hdr h;
+    ok_msg(rts.b != NULL && wire_decode(rts.b, rts.len, &h) == WIRE_ENV_LEN + WIRE_KEY_LEN &&
+               h.flags == WIRE_F_KEY && h.key != 0,
+           "the RTS carries the sender's key (40 bytes)");
+    is_int(deliver_nodone(i), 0); /* its op_done held back: the send waits for it */
+    is_int(r->state, QUAY_RS_RECV_GET);
+    is_int(stats_of(1).ctrl_reserved, 1);
+    uint32_t sid = quay_req_id(s), rid = quay_req_id(r);
+    watch(s, r, p);
+    h = fin(sid, rid, 0, 0);
+    expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "FIN from the wrong peer");
+    h.sreq = sid + GEN1;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN with a stale sreq generation");
+    h.sreq = GEN1 | 200;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN for an unknown sreq");
+    h = fin(rid, sid, QUAY_EPEER, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to a sender naming a receive request");
+    h = fin(sid, rid, 0, WIRE_F_TO_RECV);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to the receiver of a GET (RECV_GET)");
+    h.rreq = quay_req_id(p);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to a posted receive");
+    h = kcts(sid, rid, 8, 128, 1, sizeof sb, 0x1234);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS to a sender that offered its key, not PUT");
+    h = data(rid, 0);
+    expect(1, 0, &h, junk, sizeof junk, QUAY_ESTATE, "DATA for a receive in RECV_GET");
+    expect_pkt(&rts, QUAY_ESTATE, "keyed RTS replayed");
+
+    pkt f = {NULL, 0, -1, -1};
+    i = run_until(QUAY_PKT_FIN, 1, 0);
+    if (ok_msg(i >= 0, "the receiver sends its FIN")) {
+        f = grab(i);
+        ok_msg(wire_decode(f.b, f.len, &h) == WIRE_FIN_LEN && h.flags == 0 && h.sreq == sid &&
+                   h.rreq == rid && h.status == 0,
+               "FIN(sreq, rreq, 0) to the sender");
+        ok_msg(tn_good(r, sizeof rb) && memcmp(sb, rb, sizeof sb) == 0,
+               "the receive completed as its last read landed");
+        is_int(stats_of(1).ctrl_reserved, 0);
+        is_int(tn_deliver(&T, i), 0);
+        ok_msg(!tn_done(s, NULL), "FIN seen, RTS op_done not yet: the send waits");
+        watch(s, NULL, NULL);
+        expect_pkt(&f, QUAY_ESTATE, "duplicate FIN before the send completed");
+        flush_pending();
+        ok(tn_good(s, sizeof sb));
+        expect_pkt(&f, QUAY_ESTATE, "duplicate FIN after the send completed");
+        nwatch = 0;
+    }
+    is_int(stats_of(0).regions_in_use, 0);
+    quay_req_free(T.e[0], s);
+    if (f.b != NULL)
+        expect_pkt(&f, QUAY_ESTATE, "FIN for a released send");
+    quay_cancel(T.e[1], p);
+    quay_req_free(T.e[1], p);
+    quay_req_free(T.e[1], r);
+    ok(stats_of(1).rndv_get == 1 && stats_of(1).rndv_copy == 0);
+    pkt_free(&rts);
+    pkt_free(&f);
+    finish();
+}
+
+/*
+ * The GET offer declined: rank 1 (COPY mode) answers with a plain CTS and
+ * DATA packets carry the message; a FIN may no longer come. Rank 1's own
+ * rendezvous send offers nothing: no keyed CTS or FIN may reach it.
+ */
+static void rdma_get_declined_case(void)
+{
+    if (!setup_rdma(3, QUAY_RNDV_GET, QUAY_RNDV_COPY))
+        return;
+    static uint8_t sb[1000], rb[1000], s1b[1000], r0b[1000];
+    tn_fill(sb, sizeof sb, 91);
+    tn_fill(s1b, sizeof s1b, 92);
+    quay_req *s, *r, *s1, *r0;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
+    quay_isend(T.e[1], T.world[1], s1b, sizeof s1b, 0, 9, QUAY_SEND_STANDARD, &s1);
+    tn_pull_all(&T);
+    int i = find(QUAY_PKT_RTS, 1, 0);
+    wire_hdr h;
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &h) == WIRE_ENV_LEN && h.flags == 0,
+           "a COPY-mode sender's RTS offers nothing");
+    is_int(tn_deliver(&T, i), 0); /* unexpected at rank 0 */
+    is_int(tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1)), 0);
+    is_int(r->state, QUAY_RS_RECV_RNDV);
+    tn_pull_all(&T);
+    i = find(QUAY_PKT_CTS, 1, 0);
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &h) == WIRE_CTS_LEN && h.flags == 0,
+           "the GET offer is answered by a plain CTS");
+    is_int(tn_deliver(&T, i), 0);
+    is_int(s->state, QUAY_RS_SEND_DATA);
+    is_int(stats_of(0).regions_in_use, 0); /* declined: the key is withdrawn */
+    uint32_t sid = quay_req_id(s), rid = quay_req_id(r), s1id = quay_req_id(s1);
+    watch(s, r, s1);
+    h = fin(sid, rid, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN to a GET-offer sender after a plain CTS");
+    h = fin(sid, rid, 0, WIRE_F_TO_RECV);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to a receive in RECV_RNDV");
+    h = kcts(s1id, GEN1 | 5, 8, 128, 1, sizeof s1b, 0x1234);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "keyed CTS to a sender that offered nothing (COPY)");
+    h = fin(s1id, GEN1 | 5, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to a sender that offered nothing (COPY)");
+    quay_irecv(T.e[0], T.world[0], r0b, sizeof r0b, 1, 9, &r0);
+    tn_pump(&T);
+    ok_msg(tn_good(s, 1000) && tn_good(r, 1000) && tn_good(s1, 1000) && tn_good(r0, 1000) &&
+               memcmp(sb, rb, sizeof sb) == 0 && memcmp(s1b, r0b, sizeof s1b) == 0,
+           "both messages arrive by DATA packets");
+    quay_stats st = stats_of(1);
+    ok(st.rndv_get == 0 && st.rndv_put == 0 && st.rndv_copy == 1);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[0], r0);
+    quay_req_free(T.e[1], r);
+    quay_req_free(T.e[1], s1);
+    finish();
+}
+
+/*
+ * PUT: rank 0 offers to write, rank 1 registers its buffer and answers
+ * with a keyed CTS (every fragment granted, index 1); rank 0 writes, then
+ * FIN. Forged FINs and keyed CTSs before and after the real CTS; the real
+ * CTS and FIN twice.
+ */
+static void rdma_put_case(void)
+{
+    if (!setup_rdma(3, QUAY_RNDV_PUT, QUAY_RNDV_AUTO))
+        return;
+    static uint8_t sb[1000], rb[1000], s2b[1000], r2b[1000], junk[128];
+    tn_fill(sb, sizeof sb, 93);
+    tn_fill(s2b, sizeof s2b, 94);
+    memset(rb, 0, sizeof rb);
+    memset(junk, 0xee, sizeof junk);
+    quay_req *s, *r, *s2, *r2;
+    T.auto_done = 0;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    quay_isend(T.e[0], T.world[0], s2b, sizeof s2b, 1, 9, QUAY_SEND_STANDARD, &s2);
+    int i = find(QUAY_PKT_RTS, 0, 1);
+    wire_hdr h;
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &h) == WIRE_ENV_LEN &&
+               h.flags == WIRE_F_PUT_OK,
+           "the RTS offers to write (PUT_OK, no key)");
+    uint32_t sid = quay_req_id(s), s2id = quay_req_id(s2), rid = quay_req_id(r);
+    watch(s, s2, r);
+    h = fin(sid, rid, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN to a sender that offered no key (PUT offer)");
+    h = kcts(s2id, rid, 8, 128, 1, sizeof s2b, 0x1234);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS before the RTS was sent");
+    is_int(tn_deliver(&T, i), 0);
+    is_int(r->state, QUAY_RS_RECV_PUT);
+    is_int(stats_of(1).regions_in_use, 1);
+    tn_pull_all(&T); /* the keyed CTS, and s2's RTS */
+    i = find(QUAY_PKT_CTS, 1, 0);
+    pkt c = grab(i);
+    wire_hdr k;
+    memset(&k, 0, sizeof k);
+    ok_msg(c.b != NULL && wire_decode(c.b, c.len, &k) == WIRE_CTS_LEN + WIRE_KEY_LEN &&
+               k.flags == WIRE_F_KEY && k.sreq == sid && k.rreq == rid && k.index == 1 &&
+               k.grant == 8 && k.frag == 128 && k.len == 1000 && k.key != 0,
+           "keyed CTS (40 bytes): index 1, all 8 fragments granted");
+    h = k;
+    h.index = 2;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS with index 2");
+    h = k;
+    h.grant = 7;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS granting 7 of 8 fragments");
+    h.grant = 9;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS granting 9 of 8 fragments");
+    h.grant = 0;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS granting nothing");
+    h = k;
+    h.len = 1001; /* still 8 fragments */
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS accepting more than the message");
+    h = k;
+    h.sreq = sid + GEN1;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS with a stale sreq generation");
+    h = k;
+    expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "keyed CTS from the wrong peer");
+    is_int(deliver_nodone(i), 0); /* its op_done held back: the receive waits for it */
+    is_int(s->state, QUAY_RS_SEND_PUT);
+    watch(s, r, NULL);
+    expect_pkt(&c, QUAY_ESTATE, "the keyed CTS again (a second keyed CTS)");
+    h = k;
+    h.index = 2;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "a second keyed CTS, index 2");
+    h.flags = 0;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "a plain CTS after the keyed one");
+    h = fin(s2id, rid, 0, WIRE_F_TO_RECV);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to the receiver with another send's sreq");
+    h = fin(sid, rid + GEN1, 0, WIRE_F_TO_RECV);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "FIN to the receiver with a stale rreq");
+    h = fin(sid, rid, QUAY_EPROTO, WIRE_F_TO_RECV);
+    expect(1, 2, &h, NULL, 0, QUAY_ESTATE, "FIN to the receiver from the wrong peer");
+    h = fin(sid, sid, 0, WIRE_F_TO_RECV);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN to the receiver naming a send request");
+    h = fin(sid, rid, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN to the sender of a PUT (SEND_PUT)");
+    h = data(rid, 0);
+    expect(1, 0, &h, junk, sizeof junk, QUAY_ESTATE, "DATA for a receive in RECV_PUT");
+
+    pkt f = {NULL, 0, -1, -1};
+    i = run_until(QUAY_PKT_FIN, 0, 1);
+    if (ok_msg(i >= 0, "the sender sends its FIN")) {
+        f = grab(i);
+        ok_msg(wire_decode(f.b, f.len, &h) == WIRE_FIN_LEN && h.flags == WIRE_F_TO_RECV &&
+                   h.sreq == sid && h.rreq == rid && h.status == 0,
+               "FIN(sreq, rreq, 0) with TO_RECV");
+        ok_msg(memcmp(sb, rb, sizeof sb) == 0, "the data was written before the FIN");
+        is_int(tn_deliver(&T, i), 0); /* the FIN's op_done completes the send */
+        ok(tn_good(s, sizeof sb));
+        ok_msg(!tn_done(r, NULL), "FIN seen, CTS op_done not yet: the receive waits");
+        watch(r, NULL, NULL);
+        expect_pkt(&f, QUAY_ESTATE, "duplicate FIN before the receive completed");
+        flush_pending();
+        ok(tn_good(r, sizeof rb));
+        expect_pkt(&f, QUAY_ESTATE, "duplicate FIN after the receive completed");
+        nwatch = 0;
+    }
+    is_int(stats_of(1).regions_in_use, 0);
+    quay_req_free(T.e[1], r);
+    if (f.b != NULL)
+        expect_pkt(&f, QUAY_ESTATE, "FIN for a released receive");
+    ok(stats_of(1).rndv_put == 1 && stats_of(1).rndv_copy == 0);
+    T.auto_done = 1;
+    quay_irecv(T.e[1], T.world[1], r2b, sizeof r2b, 0, 9, &r2);
+    tn_pump(&T);
+    ok_msg(tn_good(s2, 1000) && tn_good(r2, 1000) && memcmp(s2b, r2b, sizeof s2b) == 0,
+           "the second PUT rendezvous completes");
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[0], s2);
+    quay_req_free(T.e[1], r2);
+    pkt_free(&c);
+    pkt_free(&f);
+    finish();
+}
+
+/* The PUT offer declined (rank 1 in COPY mode): after the plain CTS no
+ * keyed CTS and no FIN may come. */
+static void rdma_put_declined_case(void)
+{
+    if (!setup_rdma(2, QUAY_RNDV_PUT, QUAY_RNDV_COPY))
+        return;
+    static uint8_t sb[1000], rb[1000];
+    tn_fill(sb, sizeof sb, 95);
+    quay_req *s, *r;
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 7, QUAY_SEND_STANDARD, &s);
+    tn_pull_all(&T);
+    is_int(tn_deliver(&T, find(QUAY_PKT_RTS, 0, 1)), 0);
+    tn_pull_all(&T);
+    int i = find(QUAY_PKT_CTS, 1, 0);
+    wire_hdr h;
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &h) == WIRE_CTS_LEN && h.flags == 0,
+           "the PUT offer is answered by a plain CTS");
+    is_int(tn_deliver(&T, i), 0);
+    is_int(s->state, QUAY_RS_SEND_DATA);
+    uint32_t sid = quay_req_id(s), rid = quay_req_id(r);
+    watch(s, r, NULL);
+    h = kcts(sid, rid, 8, 128, 1, sizeof sb, 0x1234);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS after a plain CTS");
+    h.index = 2;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "keyed CTS after a plain CTS, index 2");
+    h = fin(sid, rid, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "FIN to a PUT-offer sender after a plain CTS");
+    tn_pump(&T);
+    ok_msg(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0,
+           "the message arrives by DATA packets");
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    finish();
+}
+
+static void t_rdma_out_of_state(void)
+{
+    subtest("GET: FIN, keyed CTS and DATA out of state", rdma_get_case);
+    subtest("GET offer declined; COPY sender", rdma_get_declined_case);
+    subtest("PUT: keyed CTS and FIN out of state", rdma_put_case);
+    subtest("PUT offer declined", rdma_put_declined_case);
+}
+
 /* ---- quay_on_op_done ----------------------------------------------------------------- */
 
 static void t_op_done(void)
@@ -2061,6 +2480,7 @@ int main(void)
     subtest("ACK for a ready rendezvous", t_ack_ready_rndv);
     subtest("forged CANCEL_REP", t_cancel_rep);
     subtest("CANCEL_REP after a CTS", t_cancel_rep_after_cts);
+    subtest("RDMA rendezvous: FIN and keyed CTS out of state", t_rdma_out_of_state);
     subtest("quay_on_op_done tokens", t_op_done);
     subtest("unexpected byte budget", t_unexpected_bytes);
     subtest("descriptor pool exhaustion", t_descriptor_pool);

@@ -209,6 +209,8 @@ enum {
     SR = QUAY_RS_SEND_RTS,
     SD = QUAY_RS_SEND_DATA,
     SP = QUAY_RS_SEND_PUT,
+    SWR = QUAY_RS_SEND_WRITE,
+    RT = QUAY_RS_RECV_RTR,
     SC = QUAY_RS_SEND_CANCEL,
     RP = QUAY_RS_RECV_POSTED,
     RR = QUAY_RS_RECV_RNDV,
@@ -556,6 +558,117 @@ static void t_rndv_rdma(void)
     STATES(0, r, "self rendezvous", F, RP, RR, D);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[0], r);
+    finish();
+}
+
+static void t_rtr(void)
+{
+    static uint8_t sb[1000], rb[1000];
+    tn_fill(sb, sizeof sb, 7);
+    quay_req *s, *r, *r2;
+    quay_status st;
+    quay_stats ss;
+    quay_config c;
+    tn_config(&c, 0, 2);
+    c.transport_caps = QUAY_CAP_RDMA_PUT;
+    c.rtr = 1;
+    if (!setup_cfg(2, &c))
+        return;
+
+    /* Receive first: RTR, the sender writes and sends SC. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
+    tn_pump(&T);
+    is_int(regions_in_use(1), 1);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_SYNC, &s);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000) && memcmp(sb, rb, sizeof sb) == 0);
+    STATES(1, r, "delegated receive, SC", F, RT, D);
+    STATES(0, s, "send into an RTR", F, SWR, D);
+    is_int(regions_in_use(1), 0);
+    quay_engine_stats(T.e[0], &ss);
+    ok(ss.rtr_used == 1 && ss.pkts_out >= 1);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* Truncated: only cap bytes are written, the SC says how many came. */
+    memset(rb, 0, sizeof rb);
+    quay_irecv(T.e[1], T.world[1], rb, 100, 0, 2, &r);
+    tn_pump(&T);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 2, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_done(r, &st) && st.error == QUAY_ETRUNCATE && st.count == 100 && rb[100] == 0 &&
+       memcmp(rb, sb, 100) == 0);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* The send overtakes the RTR: its envelope is matched at the receiver,
+     * the RTR is dead on arrival (the sender's log) and then revoked. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 3, &r);
+    tn_pull(&T, 1); /* the RTR is in flight */
+    quay_isend(T.e[0], T.world[0], sb, 40, 1, 3, QUAY_SEND_STANDARD, &s);
+    tn_pull(&T, 0);
+    tn_deliver(&T, find(QUAY_PKT_RTR, 1, 0));
+    quay_engine_stats(T.e[0], &ss);
+    is_int((int)ss.rtr_dead, 1);
+    tn_pump(&T);
+    ok(tn_good(s, 40) && tn_good(r, 40));
+    STATES(1, r, "delegated receive matched by an envelope", F, RT, D);
+    quay_engine_stats(T.e[1], &ss);
+    is_int((int)ss.rtr_revoked, 1);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    /* ... and a rendezvous one: RTS matched, DATA packets. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 4, &r);
+    tn_pull(&T, 1);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 4, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(s, 1000) && tn_good(r, 1000));
+    STATES(1, r, "delegated receive matched by an RTS (PUT rendezvous)", F, RT, RU, D);
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+
+    /* A wildcard receive pending: a specific one is not delegated (it
+     * could be owed a message the sender cannot see). */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, QUAY_ANY_SOURCE, 5, &r);
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 5, &r2);
+    STATES(1, r2, "specific receive behind a wildcard", F, RP);
+    quay_isend(T.e[0], T.world[0], sb, 10, 1, 5, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(r, 10));
+    quay_req_free(T.e[0], s);
+    quay_isend(T.e[0], T.world[0], sb, 10, 1, 5, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(r2, 10));
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    quay_req_free(T.e[1], r2);
+
+    /* Cancel before the RTR left: local. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 6, &r);
+    is_int(quay_cancel(T.e[1], r), 0);
+    ok(tn_done(r, &st) && st.cancelled);
+    STATES(1, r, "delegated receive cancelled at once", F, RT, D);
+    quay_req_free(T.e[1], r);
+    tn_pump(&T);
+    /* Cancel after: the sender drops the RTR, verdict 1. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 7, &r);
+    tn_pump(&T);
+    is_int(quay_cancel(T.e[1], r), 0);
+    ok(!tn_done(r, NULL));
+    tn_pump(&T);
+    ok(tn_done(r, &st) && st.cancelled && st.error == QUAY_ECANCELLED);
+    quay_req_free(T.e[1], r);
+    /* Cancel too late: the sender took the RTR, verdict 0, SC completes it. */
+    quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 8, &r);
+    tn_pump(&T);
+    quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 8, QUAY_SEND_STANDARD, &s);
+    is_int(s->state, QUAY_RS_SEND_WRITE);
+    is_int(quay_cancel(T.e[1], r), 0);
+    tn_pump(&T);
+    ok(tn_good(r, 1000) && tn_good(s, 1000));
+    quay_req_free(T.e[0], s);
+    quay_req_free(T.e[1], r);
+    is_int(regions_in_use(1), 0);
     finish();
 }
 
@@ -1424,7 +1537,7 @@ static void t_coverage(void)
         {SD, D},  {SE, SC}, {SW, SC}, {SR, SC}, {SC, D},  {SC, SE}, {SC, SW}, {SC, SR},
         {SC, SD}, {F, RP},  {F, RR},  {RP, D},  {RP, RR}, {RR, D},  {F, RD},  {RD, D},
         {SR, SP}, {SP, D},  {SC, SP}, {F, RG},  {RP, RG}, {RG, D},  {F, RU},  {RP, RU},
-        {RU, D},
+        {RU, D},  {F, SWR}, {SWR, D}, {F, RT},  {RT, D},  {RT, RU},
     };
     int allowed_m[QUAY_RS_COUNT_][QUAY_RS_COUNT_] = {{0}};
     for (size_t i = 0; i < COUNT_OF(allowed); i++) {
@@ -1457,6 +1570,7 @@ int main(void)
     subtest("eager, ready", t_eager_ready);
     subtest("rendezvous", t_rndv);
     subtest("RDMA rendezvous (GET, PUT)", t_rndv_rdma);
+    subtest("receiver-initiated (RTR / SC)", t_rtr);
     subtest("matched probe", t_mprobe);
     subtest("PROC_NULL and buffered", t_null_buffered);
     subtest("cancel succeeds", t_cancel_succeeds);

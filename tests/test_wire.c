@@ -76,6 +76,8 @@ static size_t spec_hl_f(uint8_t type, unsigned flags)
     case QUAY_PKT_CANCEL_REQ: return 20;
     case QUAY_PKT_CANCEL_REP: return 12;
     case QUAY_PKT_FIN: return 16;
+    case QUAY_PKT_RTR: return 48;
+    case QUAY_PKT_SC: return 40;
     default: return 0;
     }
 }
@@ -133,7 +135,7 @@ static int spec_check(const uint8_t *b, size_t len)
             return -1;
         return (int)hl;
     case QUAY_PKT_CANCEL_REP: {
-        if (flags || pl || le32(b + 4) == 0)
+        if ((flags & ~1u) || pl || le32(b + 4) == 0) /* 0x1: for a receive */
             return -1;
         int32_t st = (int32_t)le32(b + 8);
         return st == 0 || st == 1 ? (int)hl : -1;
@@ -142,6 +144,25 @@ static int spec_check(const uint8_t *b, size_t len)
         if ((flags & ~1u) || pl || le32(b + 4) == 0 || le32(b + 8) == 0)
             return -1;
         int32_t st = (int32_t)le32(b + 12);
+        return st == 0 || st == QUAY_EPEER || st == QUAY_EPROTO || st == QUAY_ESTATE ? (int)hl
+                                                                                   : -1;
+    }
+    case QUAY_PKT_RTR: {
+        /* revoke 0x1, cancel 0x2 (not both); they carry no x, cap, key */
+        if ((flags & ~3u) || flags == 3u || pl)
+            return -1;
+        if ((int32_t)le32(b + 12) < 0 || (int32_t)le32(b + 16) < -1 || le32(b + 20) == 0 ||
+            le32(b + 28) != 0)
+            return -1;
+        if (flags && (le32(b + 24) || le64(b + 32) || le64(b + 40)))
+            return -1;
+        return (int)hl;
+    }
+    case QUAY_PKT_SC: {
+        if (flags || pl || (int32_t)le32(b + 12) < 0 || (int32_t)le32(b + 16) < 0 ||
+            le32(b + 20) == 0 || le32(b + 24) == 0)
+            return -1;
+        int32_t st = (int32_t)le32(b + 28);
         return st == 0 || st == QUAY_EPEER || st == QUAY_EPROTO || st == QUAY_ESTATE ? (int)hl
                                                                                    : -1;
     }
@@ -207,6 +228,13 @@ static int same_fields(const wire_hdr *a, const wire_hdr *b)
                (!(a->flags & WIRE_F_KEY) || a->key == b->key);
     case QUAY_PKT_FIN:
         return a->sreq == b->sreq && a->rreq == b->rreq && a->status == b->status;
+    case QUAY_PKT_RTR:
+        return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src && a->tag == b->tag &&
+               a->rreq == b->rreq && a->x == b->x && a->len == b->len && a->key == b->key;
+    case QUAY_PKT_SC:
+        return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src && a->tag == b->tag &&
+               a->sreq == b->sreq && a->rreq == b->rreq && a->status == b->status &&
+               a->len == b->len;
     case QUAY_PKT_DATA: return a->rreq == b->rreq && a->offset == b->offset;
     case QUAY_PKT_ACK:
     case QUAY_PKT_CANCEL_REP: return a->sreq == b->sreq && a->status == b->status;
@@ -247,6 +275,7 @@ static void t_lengths(void)
         {QUAY_PKT_CTS, WIRE_CTS_LEN},    {QUAY_PKT_DATA, WIRE_DATA_LEN},
         {QUAY_PKT_ACK, WIRE_ACK_LEN},    {QUAY_PKT_CANCEL_REQ, WIRE_CANCEL_REQ_LEN},
         {QUAY_PKT_CANCEL_REP, WIRE_CANCEL_REP_LEN}, {QUAY_PKT_FIN, WIRE_FIN_LEN},
+        {QUAY_PKT_RTR, WIRE_RTR_LEN},    {QUAY_PKT_SC, WIRE_SC_LEN},
     };
     for (size_t i = 0; i < COUNT_OF(want); i++) {
         uint8_t out[QUAY_MAX_HEADER];
@@ -268,7 +297,7 @@ static void t_lengths(void)
                "%s with a key is 40 bytes", quay_pkt_name(keyed[i]));
     }
     /* Unknown types encode to nothing. */
-    static const uint8_t bad[] = {0, 9, 255};
+    static const uint8_t bad[] = {0, 11, 255};
     for (size_t i = 0; i < COUNT_OF(bad); i++) {
         uint8_t out[QUAY_MAX_HEADER];
         wire_hdr h = hdr_of(bad[i]);
@@ -365,6 +394,36 @@ static void t_layout(void)
     is_size(wire_encode(&h, out), 16);
     ok(out[1] == 8 && out[2] == 1 && memcmp(out + 4, eager + 4, 8) == 0 &&
        (int32_t)le32(out + 12) == QUAY_EPEER);
+
+    /* RTR: seq 4, ctx 8, src 12, tag 16, rreq 20, x 24, 0 at 28, cap 32, key 40. */
+    h = hdr_of(QUAY_PKT_RTR);
+    h.seq = 0x04030201u;
+    h.ctx = 0x08070605u;
+    h.src = 0x0c0b0a09;
+    h.tag = QUAY_ANY_TAG;
+    h.rreq = 0x14131211u;
+    h.x = 0x18171615u;
+    h.len = 0x2726252423222120ull;
+    h.key = 0x2f2e2d2c2b2a2928ull;
+    is_size(wire_encode(&h, out), 48);
+    ok(out[1] == 9 && memcmp(out + 4, eager + 4, 12) == 0 &&
+       (int32_t)le32(out + 16) == QUAY_ANY_TAG && le32(out + 20) == 0x14131211u &&
+       le32(out + 24) == 0x18171615u && le32(out + 28) == 0 &&
+       le64(out + 32) == 0x2726252423222120ull && le64(out + 40) == 0x2f2e2d2c2b2a2928ull);
+
+    /* SC: seq 4, ctx 8, src 12, tag 16, sreq 20, rreq 24, status 28, len 32. */
+    h = hdr_of(QUAY_PKT_SC);
+    h.seq = 0x04030201u;
+    h.ctx = 0x08070605u;
+    h.src = 0x0c0b0a09;
+    h.tag = 0x100f0e0d;
+    h.sreq = 0x14131211u;
+    h.rreq = 0x18171615u;
+    h.status = QUAY_EPROTO;
+    h.len = 0x2726252423222120ull;
+    is_size(wire_encode(&h, out), 40);
+    ok(out[1] == 10 && memcmp(out + 4, eager + 4, 24) == 0 &&
+       (int32_t)le32(out + 28) == QUAY_EPROTO && le64(out + 32) == 0x2726252423222120ull);
 }
 
 /* ---- round trips -------------------------------------------------------------- */
@@ -446,6 +505,38 @@ static void t_roundtrip(void)
             h.rreq = u32s[COUNT_OF(u32s) - a];
             h.status = fin_st[st];
             roundtrip(&h, NULL, 0, "FIN");
+            /* SC carries the same statuses */
+            wire_hdr c = hdr_of(QUAY_PKT_SC);
+            c.seq = u32s[COUNT_OF(u32s) - a];
+            c.ctx = u32s[a];
+            c.src = i32s[st];
+            c.tag = i32s[COUNT_OF(i32s) - 1 - st];
+            c.sreq = u32s[a];
+            c.rreq = u32s[COUNT_OF(u32s) - a];
+            c.status = fin_st[st];
+            c.len = u64s[(a + st) % COUNT_OF(u64s)];
+            roundtrip(&c, NULL, 0, "SC");
+        }
+
+    /* RTR: a delegation with any tag pattern; revoke and cancel bare. */
+    static const int32_t rtr_tags[] = {QUAY_ANY_TAG, 0, 7, INT32_MAX};
+    for (size_t a = 1; a < COUNT_OF(u32s); a++)
+        for (size_t t = 0; t < COUNT_OF(rtr_tags); t++) {
+            wire_hdr h = hdr_of(QUAY_PKT_RTR);
+            h.seq = u32s[a];
+            h.ctx = u32s[COUNT_OF(u32s) - a];
+            h.src = i32s[t];
+            h.tag = rtr_tags[t];
+            h.rreq = u32s[a];
+            h.x = u32s[(a + t) % COUNT_OF(u32s)];
+            h.len = u64s[(a + t) % COUNT_OF(u64s)];
+            h.key = u64s[(a + 2 * t) % COUNT_OF(u64s)];
+            roundtrip(&h, NULL, 0, "RTR");
+            h.x = 0;
+            h.len = 0;
+            h.key = 0;
+            h.flags = t % 2 ? WIRE_F_REVOKE : WIRE_F_CANCEL;
+            roundtrip(&h, NULL, 0, "RTR revoke / cancel");
         }
 
     /* DATA: any offset, payload 1..300. */
@@ -521,6 +612,25 @@ static size_t valid_pkt(uint8_t type, uint8_t *out, size_t cap)
         h.sreq = 3;
         h.rreq = 4;
         return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_RTR:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.tag = 4;
+        h.rreq = 5;
+        h.x = 6;
+        h.len = 7;
+        h.key = 8;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_SC:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.tag = 4;
+        h.sreq = 5;
+        h.rreq = 6;
+        h.len = 7;
+        return build(&h, NULL, 0, out, cap);
     default: abort();
     }
 }
@@ -555,7 +665,7 @@ static void t_reject_short(void)
 static void t_reject_version_type(void)
 {
     uint8_t b[64];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         accepts(b, n, quay_pkt_name(t));
         static const uint8_t versions[] = {0, 2, 0x81, 255};
@@ -566,7 +676,7 @@ static void t_reject_version_type(void)
         }
     }
     /* Unknown types, with enough bytes for any known header. */
-    static const uint8_t types[] = {0, 9, 10, 0x7f, 0x80, 255};
+    static const uint8_t types[] = {0, 11, 12, 0x7f, 0x80, 255};
     memset(b, 0, sizeof b);
     b[0] = 1;
     for (size_t i = 0; i < COUNT_OF(types); i++) {
@@ -584,7 +694,7 @@ static void t_reject_version_type(void)
 static void t_reject_length(void)
 {
     uint8_t b[80];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         size_t hl = spec_hl(t);
         /* Truncated by one byte (DATA: its header; a shorter DATA payload
@@ -657,11 +767,25 @@ static void t_reject_fields(void)
 
     /* Unknown flag bits: EAGER knows bits 0-1, RTS 0-3, CTS 2, FIN 0;
      * nothing else. A key bit on RTS / CTS comes with its 8 bytes. */
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
         int all = 1;
         for (int bit = 0; bit < 16; bit++) {
             int allowed = (t == QUAY_PKT_EAGER && bit < 2) || (t == QUAY_PKT_RTS && bit < 4) ||
-                          (t == QUAY_PKT_CTS && bit == 2) || (t == QUAY_PKT_FIN && bit == 0);
+                          (t == QUAY_PKT_CTS && bit == 2) || (t == QUAY_PKT_FIN && bit == 0) ||
+                          (t == QUAY_PKT_CANCEL_REP && bit == 0);
+            if (t == QUAY_PKT_RTR && bit < 2) {
+                /* revoke / cancel: valid only without x, cap and key */
+                n = valid_pkt(t, b, sizeof b);
+                b[2] = (uint8_t)(1u << bit);
+                int bare = decode_exact(b, n, NULL) == QUAY_EPROTO;
+                memset(b + 24, 0, 4);
+                memset(b + 32, 0, 16);
+                if (!bare || decode_exact(b, n, NULL) <= 0) {
+                    all = 0;
+                    note("RTR flag bit %d", bit);
+                }
+                continue;
+            }
             n = valid_pkt(t, b, sizeof b);
             if ((t == QUAY_PKT_RTS || t == QUAY_PKT_CTS) && bit == 2) {
                 put64(b + n, 0x1234);
@@ -848,14 +972,14 @@ static void t_random_mutations(void)
 {
     rng r = {0x243f6a8885a308d3ull};
     fuzz_stats fs = {0, 0, 0, 0};
-    uint8_t base[8][80];
-    size_t blen[8];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_FIN; t++)
+    uint8_t base[10][80];
+    size_t blen[10];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++)
         blen[t - 1] = valid_pkt(t, base[t - 1], sizeof base[0]);
     uint8_t b[96];
     long rejected = 0;
     for (int i = 0; i < 100000; i++) {
-        int t = (int)rng_below(&r, 8);
+        int t = (int)rng_below(&r, 10);
         size_t len = blen[t];
         memcpy(b, base[t], len);
         uint32_t how = rng_below(&r, 10);

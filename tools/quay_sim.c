@@ -17,6 +17,7 @@
  *   --rndv copy|get|put|mixed  rendezvous data by DATA packets or RDMA
  *       (GET, PUT, or each rank's mode drawn per seed), replacing the
  *       scenario's `config rndv=`.
+ *   --rtr  receiver-initiated transfers (RTR / SC) on every engine.
  *   --switches  with flow control: context switches at random points.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
@@ -33,7 +34,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--switches] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] [--switches] "
             "[--trace] scenario.scn\n");
     return 2;
 }
@@ -69,7 +70,7 @@ static void print_net(const scn_runner *r)
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, seeds = 1, max_runs = 2000000, k;
-    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1, switches = 0, rndv = -1;
+    int trace = 0, exhaustive = 0, i, rc = 0, flow = -1, switches = 0, rndv = -1, rtr = -1;
     const char *file = NULL, *faults = NULL;
     char err[512];
     scn *s;
@@ -91,6 +92,11 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
             if (scn_flow_parse(argv[++i], &flow) != 0)
                 return usage();
+        } else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) {
+            if (scn_rndv_parse(argv[++i], &rndv) != 0)
+                return usage();
+        } else if (strcmp(argv[i], "--rtr") == 0) {
+            rtr = 1;
         } else if (strcmp(argv[i], "--switches") == 0) {
             switches = 1;
         } else if (strcmp(argv[i], "--trace") == 0) {
@@ -123,6 +129,7 @@ int main(int argc, char **argv)
     }
     scn_runner_set_flow(r, flow);
     scn_runner_set_rndv(r, rndv);
+    scn_runner_set_rtr(r, rtr);
     scn_runner_set_switches(r, switches);
     memset(&o, 0, sizeof o);
 

@@ -269,6 +269,21 @@ typedef struct quay_config {
      *  back to DATA packets. RDMA fragments are frag_size bytes, at most
      *  pipeline_depth in flight per message. Default QUAY_RNDV_AUTO. */
     uint32_t rndv_mode;
+    /** Receiver-initiated transfers [MPIN], docs/protocols.md: 1 turns
+     *  them on (every engine of the job must agree; needs
+     *  QUAY_CAP_RDMA_PUT). A receive for a specific source, posted while
+     *  no other receive of its communicator is pending undelegated, sends
+     *  that source an RTR with a key to its buffer; a send that finds the
+     *  receiver's RTR first in line for its envelope writes the data there
+     *  (RDMA_PUT) and sends SC: no envelope, no matching at the receiver,
+     *  no copy. Sends that find none use the sender-initiated protocols.
+     *  Default 0. */
+    uint32_t rtr;
+    /** RTRs a receiver keeps outstanding at one sender (1..64): the size
+     *  of each sender's per-peer RTR table, which therefore never
+     *  overflows; past it, receives are matched the sender-initiated way.
+     *  Default 8. */
+    uint32_t rtr_per_peer;
 } quay_config;
 
 /** Rendezvous data movement (quay_config.rndv_mode). */
@@ -744,6 +759,8 @@ typedef enum quay_req_state {
     QUAY_RS_SEND_DATA,     /**< rendezvous: sending granted fragments */
     QUAY_RS_SEND_PUT,      /**< RDMA rendezvous: writing into the receiver's
                                 key (RDMA_PUT), then FIN */
+    QUAY_RS_SEND_WRITE,    /**< receiver-initiated: took the receiver's RTR;
+                                writing into its buffer (RDMA_PUT), then SC */
     QUAY_RS_SEND_CANCEL,   /**< cancel requested, awaiting the verdict */
     /* receive side */
     QUAY_RS_RECV_POSTED,   /**< in the posted queue */
@@ -752,6 +769,9 @@ typedef enum quay_req_state {
                                 (RDMA_GET), then FIN */
     QUAY_RS_RECV_PUT,      /**< RDMA rendezvous: key sent in the CTS,
                                 awaiting the sender's FIN */
+    QUAY_RS_RECV_RTR,      /**< posted and delegated to its source: RTR with
+                                the buffer's key sent (or queued); awaiting
+                                SC, or an envelope matched here */
     /* one-sided */
     QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
     /* both */
@@ -804,7 +824,11 @@ typedef enum quay_pkt_type {
     QUAY_PKT_ACK = 5,        /**< sync-send matched / ready-send verdict */
     QUAY_PKT_CANCEL_REQ = 6, /**< sender asks to cancel a message (sequenced) */
     QUAY_PKT_CANCEL_REP = 7, /**< receiver's cancel verdict */
-    QUAY_PKT_FIN = 8         /**< RDMA rendezvous: the data has moved */
+    QUAY_PKT_FIN = 8,        /**< RDMA rendezvous: the data has moved */
+    QUAY_PKT_RTR = 9,        /**< receiver-initiated: request to receive, with
+                                  a key; also revoke / cancel (sequenced) */
+    QUAY_PKT_SC = 10         /**< receiver-initiated: send complete, the data
+                                  is in the RTR's buffer (sequenced) */
 } quay_pkt_type;
 
 /** Name of a wire packet type ("EAGER", "RTS", ...), "?" if unknown. */
@@ -840,6 +864,11 @@ typedef struct quay_stats {
     uint64_t rndv_get;         /**< rendezvous receives read by RDMA_GET */
     uint64_t rndv_put;         /**< rendezvous receives written by RDMA_PUT */
     uint64_t rndv_copy;        /**< rendezvous receives carried by DATA packets */
+    /* receiver-initiated (quay_config.rtr) */
+    uint64_t rtr_sent;         /**< receives delegated (RTR emitted) */
+    uint64_t rtr_used;         /**< sends that wrote into an RTR (sender side) */
+    uint64_t rtr_dead;         /**< RTRs an envelope made unusable (sender side) */
+    uint64_t rtr_revoked;      /**< delegated receives matched by an envelope */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

@@ -18,6 +18,10 @@ int quay_cancel(quay_engine *e, quay_req *r)
     if (r->state == QUAY_RS_DONE)
         return 0;
     if (r->kind == RK_RECV) {
+        if (r->state == QUAY_RS_RECV_RTR) {
+            rtr_cancel(e, r); /* the sender may hold it: ask */
+            return 0;
+        }
         if (r->state == QUAY_RS_RECV_POSTED) {
             match_remove_posted(e, r);
             r->status.cancelled = 1;
@@ -34,6 +38,8 @@ int quay_cancel(quay_engine *e, quay_req *r)
         r->state != QUAY_RS_SEND_RTS)
         return 0;
     r->cancel_seq = e->peers[r->peer].tx_seq++;
+    if (e->rtr_pool != NULL)
+        e->peers[r->peer].tx_unsent++;
     r->flags |= RF_CANCEL_WANTED | RF_CANCEL_PENDING;
     r->saved_state = r->state;
     req_set_state(e, r, QUAY_RS_SEND_CANCEL);
@@ -62,6 +68,8 @@ void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
 
 int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
 {
+    if (h->flags & WIRE_F_FOR_RECV)
+        return rtr_on_cancel_rep(e, peer, h);
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_CANCEL_PENDING) || (r->flags & RF_CANCEL_WANTED))

@@ -34,6 +34,8 @@ void quay_config_default(quay_config *cfg)
     cfg->channels = 1;
     cfg->max_regions = 256;
     cfg->rndv_mode = QUAY_RNDV_AUTO;
+    cfg->rtr = 0;
+    cfg->rtr_per_peer = 8;
 }
 
 int config_check(quay_config *c)
@@ -95,6 +97,10 @@ int config_check(quay_config *c)
     if (c->rndv_mode > QUAY_RNDV_PUT ||
         (c->rndv_mode == QUAY_RNDV_GET && !(c->transport_caps & QUAY_CAP_RDMA_GET)) ||
         (c->rndv_mode == QUAY_RNDV_PUT && !(c->transport_caps & QUAY_CAP_RDMA_PUT)))
+        return QUAY_EINVAL;
+    /* The sender writes into the receiver's buffer. */
+    if (c->rtr > 1 || (c->rtr && !(c->transport_caps & QUAY_CAP_RDMA_PUT)) ||
+        c->rtr_per_peer == 0 || c->rtr_per_peer > 64)
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

@@ -43,6 +43,8 @@ int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
     if (r == NULL)
         return EAGER_NOT_FAST;
     match_remove_posted(e, r);
+    if (r->state == QUAY_RS_RECV_RTR)
+        rtr_undelegate(e, r); /* the envelope got there first */
     if (e->trace_fn)
         trace_match(e, r, NULL, peer, ps->rx_seq, c->ctx, src, tag);
     ps->rx_seq++;
@@ -65,7 +67,7 @@ int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h)
 {
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
-        !(r->flags & RF_ENV_SENT) || (r->flags & (RF_ACKED | RF_CANCELLED)) ||
+        !(r->flags & RF_ENV_SENT) || (r->flags & (RF_ACKED | RF_CANCELLED | RF_FIN_SEEN)) ||
         r->state == QUAY_RS_DONE)
         return QUAY_ESTATE;
     if (r->mode != QUAY_SEND_SYNC && r->mode != QUAY_SEND_READY)

@@ -41,11 +41,13 @@ const char *quay_state_name(int state)
         [QUAY_RS_SEND_RTS] = "SEND_RTS",
         [QUAY_RS_SEND_DATA] = "SEND_DATA",
         [QUAY_RS_SEND_PUT] = "SEND_PUT",
+        [QUAY_RS_SEND_WRITE] = "SEND_WRITE",
         [QUAY_RS_SEND_CANCEL] = "SEND_CANCEL",
         [QUAY_RS_RECV_POSTED] = "RECV_POSTED",
         [QUAY_RS_RECV_RNDV] = "RECV_RNDV",
         [QUAY_RS_RECV_GET] = "RECV_GET",
         [QUAY_RS_RECV_PUT] = "RECV_PUT",
+        [QUAY_RS_RECV_RTR] = "RECV_RTR",
         [QUAY_RS_RDMA] = "RDMA",
         [QUAY_RS_DONE] = "DONE",
     };
@@ -65,6 +67,8 @@ const char *quay_pkt_name(int type)
     case QUAY_PKT_CANCEL_REQ: return "CANCEL_REQ";
     case QUAY_PKT_CANCEL_REP: return "CANCEL_REP";
     case QUAY_PKT_FIN: return "FIN";
+    case QUAY_PKT_RTR: return "RTR";
+    case QUAY_PKT_SC: return "SC";
     default: return "?";
     }
 }

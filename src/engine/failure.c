@@ -29,7 +29,7 @@ int32_t req_waits_on(const quay_engine *e, const quay_req *r)
      * through op_done (the local memory is in use until then). */
     if (r->kind == RK_RDMA)
         return -1;
-    if (r->state == QUAY_RS_RECV_POSTED)
+    if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR)
         return r->rank != QUAY_ANY_SOURCE ? r->comm->world[r->rank] : -1;
     return r->peer != e->rank ? r->peer : -1;
 }
@@ -61,8 +61,10 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
         quay_req *r = &e->reqs[i];
         if (req_waits_on(e, r) != peer)
             continue;
-        if (r->state == QUAY_RS_RECV_POSTED) {
+        if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR) {
             match_remove_posted(e, r);
+            if (r->state == QUAY_RS_RECV_RTR)
+                rtr_undelegate(e, r); /* the peer is gone: nothing to tell */
             r->status.source = r->rank;
             r->status.tag = r->tag;
             r->status.error = QUAY_EPEER;
@@ -71,6 +73,7 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
         }
         fail_req(e, r);
     }
+    ps->nrtr = 0; /* its receives will never take our writes */
     /* Last: releasing descriptors lets the failed requests complete. */
     chan_abandon(e, peer);
 }

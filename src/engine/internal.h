@@ -15,6 +15,7 @@
  *   eager.c    eager delivery, sync/ready acknowledgements
  *   rndv.c     rendezvous RTS/CTS/DATA (pipelined)
  *   rndv_rdma.c  RDMA rendezvous: GET / PUT fragments, FIN
+ *   rtr.c      receiver-initiated transfers: RTR tables, SC [MPIN]
  *   cancel.c   receive and send cancellation
  *   bsend.c    attached buffer for buffered sends
  *   out.c      outgoing descriptors, control ring, action queue, op_done
@@ -70,8 +71,12 @@ enum {
     RF_FIN_SEEN = 1u << 19,    /* FIN received (send GET, recv PUT) */
     RF_ON_RDMAQ = 1u << 20,    /* on e->rdmaq: RDMA actions to issue */
     RF_FIN_SENT = 1u << 21,    /* send PUT: FIN emitted */
+    RF_RTR_SENT = 1u << 22,    /* recv RTR: the RTR went out (the sender may
+                                  hold it: a revoke or cancel must follow) */
+    RF_RTR_TAKEN = 1u << 23,   /* recv RTR: a cancel's verdict says the sender
+                                  took the RTR: its SC is on its way */
 };
-#define RF_ALL_FLAGS ((1u << 22) - 1u)
+#define RF_ALL_FLAGS ((1u << 24) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -150,7 +155,11 @@ struct quay_msg {
     uint32_t sreq;
     uint32_t target;  /* CANCEL_REQ: sequence to cancel */
     uint64_t len;     /* message length */
-    uint64_t key;     /* RTS with UMF_KEY: the sender's buffer key */
+    uint64_t key;     /* RTS with UMF_KEY, RTR: the receiver's buffer key */
+    uint32_t rreq;    /* RTR, SC: the receive request */
+    uint32_t x;       /* RTR: next sequence the receiver expected from us */
+    int32_t status;   /* SC: the transfer's outcome */
+    uint8_t rflags;   /* RTR: WIRE_F_REVOKE / WIRE_F_CANCEL */
     uint8_t *data;    /* eager payload copy (len bytes) or NULL */
     quay_comm *comm;  /* NULL while orphaned or held */
 };
@@ -171,7 +180,42 @@ struct quay_comm {
     qlink *unexp_src;    /* per source, arrival order */
     uint32_t nunexp;
     uint32_t nreqs;      /* requests referencing this comm */
+    uint32_t nplain;     /* posted receives not delegated by an RTR: while
+                            any is pending no receive of the comm may be
+                            delegated (it could be owed a message first) */
 };
+
+/* A sender's record of one RTR (rtr.c): a receive delegated to us. */
+typedef struct rtr_ent {
+    uint32_t ctx;
+    int32_t src;      /* the receiver's comm rank (it claims) */
+    int32_t tag;      /* tag or QUAY_ANY_TAG */
+    uint32_t rreq;
+    uint32_t x;       /* envelopes from x on may have been meant for it */
+    uint8_t live;     /* 0: an envelope we sent may match it first */
+    uint64_t cap;
+    uint64_t key;
+} rtr_ent;
+
+/* An envelope we sent, for RTRs that arrive after it (rtr.c). */
+typedef struct rtr_logent {
+    uint32_t seq;
+    uint32_t ctx;
+    int32_t tag;
+} rtr_logent;
+#define RTR_LOG 16
+
+/* RTR work queued by a receiver: pure data, encoded at pull. */
+typedef struct rtr_item {
+    uint8_t flags;    /* 0 (delegate), WIRE_F_REVOKE, WIRE_F_CANCEL */
+    int32_t peer;
+    uint32_t rreq;
+    uint32_t ctx;
+    int32_t src;      /* our comm rank */
+    int32_t tag;
+    uint64_t cap;
+    uint64_t key;
+} rtr_item;
 
 /* Registered memory region (mem.c). */
 typedef struct mregion {
@@ -224,6 +268,7 @@ typedef struct ctrl_item {
     uint32_t sreq;
     int32_t status;
     uint32_t rreq;   /* FIN: the receive it comes from */
+    uint8_t flags;   /* CANCEL_REP: WIRE_F_FOR_RECV */
 } ctrl_item;
 
 /* Per-peer sequencing state. */
@@ -257,6 +302,16 @@ typedef struct peer_state {
     uint8_t ka_wanted;     /* keepalive tick: a request waits on it */
     uint64_t probe_at;     /* out of credit, nothing unacked: probe then */
     uint64_t probe_rto;
+    /* receiver-initiated (rtr.c) */
+    rtr_ent *rtr;          /* its RTRs to us, in arrival (post) order */
+    uint32_t nrtr;
+    rtr_logent *rlog;      /* envelopes we sent it, a ring of RTR_LOG */
+    uint32_t rlog_head, rlog_count;
+    uint32_t rlog_lost;    /* 1 + highest seq pushed out of the ring, or 0 */
+    uint32_t rtr_out;      /* our RTRs it may hold (<= rtr_per_peer) */
+    uint32_t tx_unsent;    /* (rtr on) sequence numbers assigned to it, not
+                              yet emitted: an RTR (numbered when it goes
+                              out) waits for them, so numbers leave in order */
 } peer_state;
 
 /* Matching state (match.c), engine-wide exact bins. */
@@ -315,6 +370,10 @@ struct quay_engine {
 
     qlink txq;           /* requests with packets to emit */
     qlink rdmaq;         /* one-sided requests waiting for their action */
+    rtr_item *rtrq;      /* RTR work to emit, a ring (rtr.c) */
+    uint32_t rtrq_cap, rtrq_head, rtrq_count;
+    rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
+    rtr_logent *rlog_pool;
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     uint32_t ndrain_blocked;
 
@@ -461,10 +520,39 @@ int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
 /** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
 void rndv_rdma_progress(quay_engine *e, quay_req *r);
 int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** The status a FIN or SC reports for a transfer that ended with err. */
+int32_t rndv_fin_status(int32_t err);
 /** At completion: owed FIN out, internal region released. */
 void rndv_rdma_release(quay_engine *e, quay_req *r);
 /** Queue r for RDMA actions (no-op if queued). */
 void rdmaq_add(quay_engine *e, quay_req *r);
+
+/* Receiver-initiated transfers (rtr.c). */
+int rtr_init(quay_engine *e);
+void rtr_fini(quay_engine *e);
+/** Point the peers at their tables, all empty (creation, context reset,
+ *  restore: envelopes sent before make older RTRs dead on arrival). */
+void rtr_attach(quay_engine *e);
+/** Receiver: delegate the receive being posted to its source if allowed
+ *  (sets RECV_RTR); else it stays RECV_POSTED. Call before posting. */
+void rtr_delegate(quay_engine *e, quay_req *r);
+/** Receiver: r (RECV_RTR) leaves the delegation (matched here, cancelled
+ *  or failed): its region goes, the sender is told if it holds the RTR. */
+void rtr_undelegate(quay_engine *e, quay_req *r);
+/** Sender: a send being started; 1 if it took an RTR (SEND_WRITE, on its
+ *  way), 0 if it goes as an envelope (logged, RTRs it may match killed). */
+int rtr_send(quay_engine *e, quay_req *r);
+/** Sequenced RTR / SC in order from `peer`: 0, or QUAY_ESTATE. */
+int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m);
+int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
+/** Receiver: the verdict on an RTR cancel. */
+int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** Receiver: cancel a delegated receive (asks the sender). */
+void rtr_cancel(quay_engine *e, quay_req *r);
+int rtrq_has_work(const quay_engine *e);
+/** Build the next queued RTR into o; 0 if the item was moot (skipped). */
+int rtrq_emit(quay_engine *e, qout *o);
+
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
                  const uint8_t *payload, size_t plen);
@@ -501,6 +589,7 @@ void out_release(quay_engine *e, qout *o, int status);
 /** Fill a SEND action for o (framed or not). */
 void out_fill_send(quay_engine *e, qout *o, quay_action *a);
 qout *out_alloc(quay_engine *e);
+void out_put(quay_engine *e, qout *o);
 /* Token of a SEND action: generation << 32 | channel << 28 | index
  * (config_check keeps max_out below 2^24). */
 #define OUT_TOKEN_CHAN_SHIFT 28

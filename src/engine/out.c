@@ -52,7 +52,7 @@ void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
                int32_t status, uint32_t rreq)
 {
     uint32_t i = (e->ctrl_head + e->ctrl_count) & e->ctrl_mask;
-    e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status, rreq};
+    e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status, rreq, 0};
     e->ctrl_count++;
 }
 
@@ -99,7 +99,7 @@ qout *out_alloc(quay_engine *e)
     return o;
 }
 
-static void out_put(quay_engine *e, qout *o)
+void out_put(quay_engine *e, qout *o)
 {
     o->in_use = 0;
     o->next = e->out_free;
@@ -214,12 +214,25 @@ int req_emit(quay_req *r, qout *o)
             h.key = r->lkey;
         }
         r->flags &= ~(uint32_t)RF_NEED_CTS;
+    } else if ((r->flags & RF_NEED_FIN) && r->state == QUAY_RS_SEND_WRITE) {
+        h.type = QUAY_PKT_SC; /* written into the RTR's buffer: sequenced */
+        h.seq = r->seq;
+        h.ctx = r->ctx;
+        h.src = r->comm->myrank;
+        h.tag = r->tag;
+        h.sreq = r->id;
+        h.rreq = r->rreq;
+        h.len = r->len;
+        h.status = rndv_fin_status(r->status.error);
+        o->seq = r->seq;
+        r->flags &= ~(uint32_t)RF_NEED_FIN;
+        r->flags |= RF_FIN_SENT;
     } else if (r->flags & RF_NEED_FIN) {
         h.type = QUAY_PKT_FIN; /* PUT done: the data is in place */
         h.flags = WIRE_F_TO_RECV;
         h.sreq = r->id;
         h.rreq = r->rreq;
-        h.status = r->status.error;
+        h.status = rndv_fin_status(r->status.error);
         r->flags &= ~(uint32_t)RF_NEED_FIN;
         r->flags |= RF_FIN_SENT;
     } else if (r->flags & RF_CANCEL_WANTED) {
@@ -252,6 +265,7 @@ static void ctrl_emit(const ctrl_item *it, qout *o)
     wire_hdr h;
     memset(&h, 0, sizeof h);
     h.type = it->pkt;
+    h.flags = it->flags;
     h.sreq = it->sreq;
     h.rreq = it->rreq;
     h.status = it->status;
@@ -355,7 +369,7 @@ int out_has_actions(const quay_engine *e)
     if (e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
-           !ql_empty(&e->txq) || !ql_empty(&e->cq) ||
+           !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
            (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
 }
@@ -377,6 +391,17 @@ int out_next_action(quay_engine *e, quay_action *a)
             ctrl_item it = ctrl_pop(e);
             qout *o = out_alloc(e);
             ctrl_emit(&it, o);
+            if (hand_out(e, o, a))
+                return 1;
+            continue;
+        }
+        if (out_avail(e) && e->rtrq_count != 0 &&
+            e->peers[e->rtrq[e->rtrq_head].peer].tx_unsent == 0) {
+            qout *o = out_alloc(e);
+            if (!rtrq_emit(e, o)) {
+                out_put(e, o); /* moot: its receive was matched meanwhile */
+                continue;
+            }
             if (hand_out(e, o, a))
                 return 1;
             continue;
@@ -411,6 +436,10 @@ int out_next_action(quay_engine *e, quay_action *a)
                 ql_push_tail(&e->txq, &r->link); /* round-robin */
             else
                 txq_leave(e, r);
+            if (e->rtr_pool != NULL &&
+                (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS ||
+                 o->pkt == QUAY_PKT_CANCEL_REQ || o->pkt == QUAY_PKT_SC))
+                e->peers[o->peer].tx_unsent--; /* a numbered packet left */
             if (hand_out(e, o, a))
                 return 1;
             continue;

@@ -60,9 +60,13 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     r->u.sbuf = buf;
     r->len = len;
     r->seq = e->peers[r->peer].tx_seq++;
+    if (e->rtr_pool != NULL)
+        e->peers[r->peer].tx_unsent++;
     r->status.source = dst;
     r->status.tag = tag;
     r->status.count = len;
+    if (rtr_send(e, r))
+        return; /* the receiver's RTR was first in line: write, then SC */
     if (len > e->cfg.eager_max) {
         r->flags |= RF_RNDV;
         r->next_frag = 0;
@@ -142,6 +146,8 @@ static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
                  const uint8_t *data)
 {
+    if (r->state == QUAY_RS_RECV_RTR)
+        rtr_undelegate(e, r); /* an envelope got there first */
     r->peer = env->peer;
     r->sreq = env->sreq;
     r->msg_len = env->len;
@@ -209,7 +215,9 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
         r->status.error = QUAY_EPEER; /* nothing will come from it */
         req_complete(e, r);
     } else {
-        req_set_state(e, r, QUAY_RS_RECV_POSTED);
+        rtr_delegate(e, r); /* receiver-initiated if allowed: RECV_RTR */
+        if (r->state != QUAY_RS_RECV_RTR)
+            req_set_state(e, r, QUAY_RS_RECV_POSTED);
         match_add_posted(e, r);
     }
     return e->fatal;
@@ -339,8 +347,8 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
 
 void req_progress(quay_engine *e, quay_req *r)
 {
-    if (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_RECV_GET ||
-        r->state == QUAY_RS_RECV_PUT) {
+    if (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE ||
+        r->state == QUAY_RS_RECV_GET || r->state == QUAY_RS_RECV_PUT) {
         rndv_rdma_progress(e, r);
         return;
     }

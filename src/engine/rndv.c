@@ -75,7 +75,7 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_RNDV) || !(r->flags & RF_ENV_SENT) ||
-        (r->flags & (RF_CANCELLED | RF_ACKED)) || r->state == QUAY_RS_DONE)
+        (r->flags & (RF_CANCELLED | RF_ACKED | RF_FIN_SEEN)) || r->state == QUAY_RS_DONE)
         return QUAY_ESTATE;
     int first = !(r->flags & RF_CTS_SEEN);
     if (h->flags & WIRE_F_KEY)

@@ -29,7 +29,7 @@
 #include "engine/internal.h"
 
 /* The FIN status: what the peer should report for the transfer. */
-static int32_t fin_status(int32_t err)
+int32_t rndv_fin_status(int32_t err)
 {
     if (err == 0 || err == QUAY_ETRUNCATE)
         return 0; /* truncation is the receive's business alone */
@@ -135,7 +135,7 @@ int rndv_put_start(quay_engine *e, quay_req *r, const wire_hdr *h)
 
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o)
 {
-    int put = r->state == QUAY_RS_SEND_PUT;
+    int put = r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE;
     uint64_t off = (uint64_t)r->next_frag * r->frag;
     uint64_t n = r->accepted - off;
     if (n > r->frag)
@@ -158,7 +158,8 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
     if (r->state == QUAY_RS_DONE)
         return;
     if (r->nout == 0 && !(r->flags & RF_FAILED) && r->next_frag < r->nfrags &&
-        (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_RECV_GET)) {
+        (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE ||
+         r->state == QUAY_RS_RECV_GET)) {
         if (!(r->flags & RF_ON_TXQ))
             rdmaq_add(e, r);
         return;
@@ -175,6 +176,7 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
             req_complete(e, r);
         return;
     case QUAY_RS_SEND_PUT:
+    case QUAY_RS_SEND_WRITE: /* the same, ending with SC instead of FIN */
         if (r->flags & RF_FIN_SENT) {
             /* The FIN is done (or failed); a cancel asked while the CTS
              * was on its way still waits for its verdict (a refusal). */
@@ -204,12 +206,13 @@ int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h)
     if (h->flags & WIRE_F_TO_RECV) {
         r = req_by_id(e, h->rreq);
         if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_PUT ||
-            r->peer != peer || r->sreq != h->sreq || (r->flags & RF_FIN_SEEN))
+            r->peer != peer || r->sreq != h->sreq || (r->flags & RF_FIN_SEEN) ||
+            r->ncts == 0) /* its keyed CTS has not even gone out */
             return QUAY_ESTATE;
     } else {
         r = req_by_id(e, h->sreq);
         if (r == NULL || r->kind != RK_SEND || r->peer != peer || r->state == QUAY_RS_DONE ||
-            !(r->flags & RF_GET_OFFER) ||
+            !(r->flags & RF_GET_OFFER) || !(r->flags & RF_ENV_SENT) ||
             (r->flags & (RF_CTS_SEEN | RF_FIN_SEEN | RF_ACKED | RF_CANCELLED)))
             return QUAY_ESTATE;
         r->rreq = h->rreq;
@@ -227,7 +230,7 @@ void rndv_rdma_release(quay_engine *e, quay_req *r)
         r->flags &= ~(uint32_t)RF_FIN_OWED;
         e->ctrl_reserved--;
         if (!e->peers[r->peer].failed)
-            ctrl_push(e, QUAY_PKT_FIN, r->peer, r->sreq, fin_status(r->status.error), r->id);
+            ctrl_push(e, QUAY_PKT_FIN, r->peer, r->sreq, rndv_fin_status(r->status.error), r->id);
     }
     if (r->lkey != 0) {
         mregion *m = mem_lookup(e, r->lkey);

@@ -92,7 +92,11 @@ static void env_from_hdr(umsg *m, int32_t peer, const wire_hdr *h)
     m->seq = h->seq;
     m->sreq = h->sreq;
     m->target = h->target;
-    m->len = h->type == QUAY_PKT_RTS ? h->len : 0;
+    m->len = h->type == QUAY_PKT_EAGER ? 0 : h->len;
+    m->rreq = h->rreq;
+    m->x = h->x;
+    m->status = h->status;
+    m->rflags = h->type == QUAY_PKT_RTR ? (uint8_t)h->flags : 0;
 }
 
 umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq)
@@ -119,9 +123,21 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
                        const uint8_t *data, size_t dlen, umsg *held)
 {
     int needs_reply = env->type == QUAY_PKT_CANCEL_REQ ||
-                      (env->flags & (UMF_SYNC | UMF_READY));
+                      (env->flags & (UMF_SYNC | UMF_READY)) ||
+                      (env->type == QUAY_PKT_RTR && (env->rflags & WIRE_F_CANCEL));
     if (needs_reply && !ctrl_space(e))
         return QUAY_EAGAIN;
+
+    if (env->type == QUAY_PKT_RTR || env->type == QUAY_PKT_SC) {
+        int rc = env->type == QUAY_PKT_RTR ? rtr_on_rtr(e, peer, env) : rtr_on_sc(e, peer, env);
+        if (held != NULL) {
+            if (rc != 0)
+                e->st.pkts_rejected++; /* consumed: its turn is over */
+            umsg_free(e, held);
+            return 0;
+        }
+        return rc;
+    }
 
     if (env->type == QUAY_PKT_CANCEL_REQ) {
         cancel_on_req(e, peer, env);

@@ -18,6 +18,8 @@ static size_t hdr_len_of(uint8_t type, uint16_t flags)
     case QUAY_PKT_RTS: return WIRE_ENV_LEN + key;
     case QUAY_PKT_CTS: return WIRE_CTS_LEN + key;
     case QUAY_PKT_FIN: return WIRE_FIN_LEN;
+    case QUAY_PKT_RTR: return WIRE_RTR_LEN;
+    case QUAY_PKT_SC: return WIRE_SC_LEN;
     case QUAY_PKT_DATA: return WIRE_DATA_LEN;
     case QUAY_PKT_ACK: return WIRE_ACK_LEN;
     case QUAY_PKT_CANCEL_REQ: return WIRE_CANCEL_REQ_LEN;
@@ -32,6 +34,7 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
         return QUAY_EPROTO;
     if (b[0] != WIRE_VERSION)
         return QUAY_EPROTO;
+    memset(h, 0, sizeof *h); /* fields a type does not carry read as 0 */
     h->type = b[1];
     h->flags = wire_get16(b + 2);
     size_t hl = hdr_len_of(h->type, h->flags);
@@ -85,6 +88,40 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
              h->status != QUAY_ESTATE))
             return QUAY_EPROTO;
         return (int)hl;
+    case QUAY_PKT_RTR:
+        if ((h->flags & ~(WIRE_F_REVOKE | WIRE_F_CANCEL)) ||
+            h->flags == (WIRE_F_REVOKE | WIRE_F_CANCEL) || payload != 0)
+            return QUAY_EPROTO;
+        h->seq = wire_get32(b + 4);
+        h->ctx = wire_get32(b + 8);
+        h->src = (int32_t)wire_get32(b + 12);
+        h->tag = (int32_t)wire_get32(b + 16);
+        h->rreq = wire_get32(b + 20);
+        h->x = wire_get32(b + 24);
+        h->len = wire_get64(b + 32);
+        h->key = wire_get64(b + 40);
+        h->sreq = 0;
+        /* A revoke or cancel names the delegation by rreq alone. */
+        if (h->src < 0 || h->tag < QUAY_ANY_TAG || h->rreq == 0 || wire_get32(b + 28) != 0 ||
+            (h->flags != 0 && (h->x != 0 || h->len != 0 || h->key != 0)))
+            return QUAY_EPROTO;
+        return (int)hl;
+    case QUAY_PKT_SC:
+        if (h->flags != 0 || payload != 0)
+            return QUAY_EPROTO;
+        h->seq = wire_get32(b + 4);
+        h->ctx = wire_get32(b + 8);
+        h->src = (int32_t)wire_get32(b + 12);
+        h->tag = (int32_t)wire_get32(b + 16);
+        h->sreq = wire_get32(b + 20);
+        h->rreq = wire_get32(b + 24);
+        h->status = (int32_t)wire_get32(b + 28);
+        h->len = wire_get64(b + 32);
+        if (h->src < 0 || h->tag < 0 || h->sreq == 0 || h->rreq == 0 ||
+            (h->status != 0 && h->status != QUAY_EPEER && h->status != QUAY_EPROTO &&
+             h->status != QUAY_ESTATE))
+            return QUAY_EPROTO;
+        return (int)hl;
     case QUAY_PKT_DATA:
         if (h->flags != 0 || payload == 0)
             return QUAY_EPROTO;
@@ -112,7 +149,7 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
             return QUAY_EPROTO;
         return (int)hl;
     case QUAY_PKT_CANCEL_REP:
-        if (h->flags != 0 || payload != 0)
+        if ((h->flags & ~WIRE_F_FOR_RECV) || payload != 0)
             return QUAY_EPROTO;
         h->sreq = wire_get32(b + 4);
         h->status = (int32_t)wire_get32(b + 8);
@@ -157,6 +194,26 @@ size_t wire_encode(const wire_hdr *h, uint8_t *o)
         wire_put32(o + 4, h->sreq);
         wire_put32(o + 8, h->rreq);
         wire_put32(o + 12, (uint32_t)h->status);
+        break;
+    case QUAY_PKT_RTR:
+        wire_put32(o + 4, h->seq);
+        wire_put32(o + 8, h->ctx);
+        wire_put32(o + 12, (uint32_t)h->src);
+        wire_put32(o + 16, (uint32_t)h->tag);
+        wire_put32(o + 20, h->rreq);
+        wire_put32(o + 24, h->x);
+        wire_put64(o + 32, h->len);
+        wire_put64(o + 40, h->key);
+        break;
+    case QUAY_PKT_SC:
+        wire_put32(o + 4, h->seq);
+        wire_put32(o + 8, h->ctx);
+        wire_put32(o + 12, (uint32_t)h->src);
+        wire_put32(o + 16, (uint32_t)h->tag);
+        wire_put32(o + 20, h->sreq);
+        wire_put32(o + 24, h->rreq);
+        wire_put32(o + 28, (uint32_t)h->status);
+        wire_put64(o + 32, h->len);
         break;
     case QUAY_PKT_DATA:
         wire_put32(o + 4, h->rreq);

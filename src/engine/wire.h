@@ -21,6 +21,8 @@
 #define WIRE_CTS_LEN 32
 #define WIRE_KEY_LEN 8     /* added to RTS and CTS by WIRE_F_KEY */
 #define WIRE_FIN_LEN 16
+#define WIRE_RTR_LEN 48
+#define WIRE_SC_LEN 40
 #define WIRE_DATA_LEN 16
 #define WIRE_ACK_LEN 12
 #define WIRE_CANCEL_REQ_LEN 20
@@ -39,6 +41,13 @@
 /* FIN: from the sender (it wrote the data) to the receiver; without it,
  * from the receiver (it read the data) to the sender. */
 #define WIRE_F_TO_RECV 0x1u
+/* RTR: the delegation ends (the receive was matched here: the sender
+ * drops the entry) / the receiver asks to cancel it (the sender answers
+ * CANCEL_REP). Neither: a new delegation. */
+#define WIRE_F_REVOKE 0x1u
+#define WIRE_F_CANCEL 0x2u
+/* CANCEL_REP: the verdict is for a receive (an RTR cancel), not a send. */
+#define WIRE_F_FOR_RECV 0x1u
 
 /** A decoded packet header. Which fields are meaningful depends on type. */
 typedef struct wire_hdr {
@@ -48,8 +57,8 @@ typedef struct wire_hdr {
     uint32_t ctx;    /* EAGER, RTS, CANCEL_REQ */
     int32_t src;     /* EAGER, RTS: sender's comm rank */
     int32_t tag;     /* EAGER, RTS */
-    uint32_t sreq;   /* sender request id: EAGER, RTS, CTS, ACK, CANCEL_*, FIN */
-    uint32_t rreq;   /* receiver request id: CTS, DATA, FIN */
+    uint32_t sreq;   /* sender request id: EAGER, RTS, CTS, ACK, CANCEL_*, FIN, SC */
+    uint32_t rreq;   /* receiver request id: CTS, DATA, FIN, RTR, SC */
     uint64_t len;    /* EAGER, RTS: message length; CTS: accepted bytes */
     uint64_t offset; /* DATA */
     uint32_t grant;  /* CTS: fragments [0, grant) may be sent */
@@ -58,7 +67,9 @@ typedef struct wire_hdr {
     int32_t status;  /* ACK: 0 or QUAY_ENOTPOSTED; CANCEL_REP: 1 cancelled, 0 not;
                         FIN: 0 or the transfer's error (EPEER, EPROTO, ESTATE) */
     uint32_t target; /* CANCEL_REQ: sequence number of the message to cancel */
-    uint64_t key;    /* RTS, CTS with WIRE_F_KEY: a registered-memory key */
+    uint64_t key;    /* RTS, CTS with WIRE_F_KEY, RTR: a registered-memory key */
+    uint32_t x;      /* RTR: the receiver's next expected sequence number
+                        from the sender when it sent the RTR */
 } wire_hdr;
 
 /**

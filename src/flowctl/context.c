@@ -125,6 +125,7 @@ void context_reset(quay_engine *e, uint32_t key)
     memset(&e->bs, 0, sizeof e->bs);
 
     memset(e->peers, 0, (size_t)e->nranks * sizeof *e->peers);
+    rtr_attach(e);
     for (int32_t p = 0; p < e->nranks; p++)
         ql_init(&e->peers[p].held);
     chan_init(e);

@@ -40,6 +40,7 @@ enum { SNAP_SAVE, SNAP_CHECK, SNAP_APPLY };
 #define SEC_MSGS TAG('M', 'S', 'G', 'S')
 #define SEC_PEERS TAG('P', 'E', 'E', 'R')
 #define SEC_CTRL TAG('C', 'T', 'R', 'L')
+#define SEC_RTR TAG('R', 'T', 'R', 'S')
 
 /* Where a saved message belongs (its list decides; the record repeats it). */
 
@@ -234,22 +235,22 @@ static void sx_ident(snap *s)
     quay_engine *e = s->e;
     const quay_config *c = &e->cfg;
     /* Every field that shapes the state or the wire, as saved. */
-    uint64_t v[26] = {
+    uint64_t v[28] = {
         (uint64_t)(uint32_t)c->rank, (uint64_t)(uint32_t)c->nranks, e->chan_id,
         c->channels, c->flags, c->seed, c->eager_max, c->frag_size,
         c->pipeline_depth, c->max_packet, c->max_requests, c->max_unexpected,
         c->unexpected_bytes_max, c->max_out, c->max_ctrl, c->max_comms,
         c->reorder_window, c->transport_caps, c->flow, c->flow_window,
         c->rto_init_ns, c->rto_max_ns, c->retry_limit, c->flow_credits,
-        c->max_regions, c->rndv_mode,
+        c->max_regions, c->rndv_mode, c->rtr, c->rtr_per_peer,
     };
-    uint32_t n = 26;
+    uint32_t n = 28;
     sx_u32(s, &n);
-    if (s->mode != SNAP_SAVE && s->err == 0 && n != 26) {
+    if (s->mode != SNAP_SAVE && s->err == 0 && n != 28) {
         s->err = QUAY_EFOREIGN;
         return;
     }
-    for (uint32_t i = 0; i < 26; i++) {
+    for (uint32_t i = 0; i < 28; i++) {
         uint64_t x = v[i];
         sx_u64(s, &x);
         if (s->mode != SNAP_SAVE && s->err == 0 && x != v[i])
@@ -467,7 +468,13 @@ static int req_state_ok(const quay_req *r)
         return r->state >= QUAY_RS_SEND_EAGER && r->state <= QUAY_RS_SEND_CANCEL;
     if (r->kind == RK_RDMA)
         return r->state == QUAY_RS_RDMA;
-    return r->state >= QUAY_RS_RECV_POSTED && r->state <= QUAY_RS_RECV_PUT;
+    return r->state >= QUAY_RS_RECV_POSTED && r->state <= QUAY_RS_RECV_RTR;
+}
+
+/* In the posted queue (delegated or not). */
+static int req_posted(const quay_req *r)
+{
+    return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR;
 }
 
 /* An internal region key of this channel, live in the blob (CHECK). */
@@ -483,10 +490,13 @@ static int lkey_ok(const snap *s, uint64_t key)
 static int req_rdma_ok(const snap *s, const quay_req *r)
 {
     int rdma_state = r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_RECV_GET ||
-                     r->state == QUAY_RS_RECV_PUT;
+                     r->state == QUAY_RS_RECV_PUT || r->state == QUAY_RS_SEND_WRITE;
+    if (r->state == QUAY_RS_RECV_RTR &&
+        (r->lkey == 0 || r->rank < 0 || s->e->rtr_pool == NULL))
+        return 0; /* delegated: a specific source, its buffer exposed */
     int saved = r->state == QUAY_RS_SEND_CANCEL ? r->saved_state : r->state;
     if (r->lkey != 0 && !(((r->flags & RF_GET_OFFER) && saved == QUAY_RS_SEND_RTS) ||
-                          r->state == QUAY_RS_RECV_PUT))
+                          r->state == QUAY_RS_RECV_PUT || r->state == QUAY_RS_RECV_RTR))
         return 0;
     if (r->lkey != 0 && !lkey_ok(s, r->lkey))
         return 0;
@@ -496,7 +506,7 @@ static int req_rdma_ok(const snap *s, const quay_req *r)
         return 0;
     if ((r->flags & RF_ON_RDMAQ) &&
         !(r->state == QUAY_RS_RDMA || r->state == QUAY_RS_SEND_PUT ||
-          r->state == QUAY_RS_RECV_GET))
+          r->state == QUAY_RS_SEND_WRITE || r->state == QUAY_RS_RECV_GET))
         return 0;
     if (r->state == QUAY_RS_RDMA && !(r->flags & RF_ON_RDMAQ))
         return 0; /* stable: an unissued action waits on the queue */
@@ -520,10 +530,10 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
         if (ci >= e->ncomms_max || !s->comm_live[ci] || s->comm_ctx[ci] != r->ctx)
             return 0;
         int32_t size = s->comm_size[ci];
-        if (r->state == QUAY_RS_RECV_POSTED &&
+        if (req_posted(r) &&
             !(r->rank == QUAY_ANY_SOURCE || (r->rank >= 0 && r->rank < size)))
             return 0;
-        if (r->state == QUAY_RS_RECV_POSTED && r->tag < QUAY_ANY_TAG)
+        if (req_posted(r) && r->tag < QUAY_ANY_TAG)
             return 0;
         if (r->kind == RK_SEND && r->state != QUAY_RS_DONE &&
             (r->rank < 0 || r->rank >= size))
@@ -697,19 +707,19 @@ static void sx_reqs(snap *s)
         if (s->mode == SNAP_CHECK) {
             if (s->req_live[idx])
                 corrupt(s);
-            s->req_live[idx] = (uint16_t)(1u | (r->state == QUAY_RS_RECV_POSTED ? 32u : 0u) |
+            s->req_live[idx] = (uint16_t)(1u | (req_posted(r) ? 32u : 0u) |
                                           ((r->flags & RF_ON_TXQ) ? 64u : 0u) |
                                           ((r->flags & RF_ON_CQ) ? 128u : 0u) |
                                           ((r->flags & RF_ON_RDMAQ) ? 256u : 0u));
             s->req_nout[idx] = r->nout;
             s->req_stamp[idx] = r->stamp;
-            s->nposted += r->state == QUAY_RS_RECV_POSTED;
+            s->nposted += req_posted(r);
             s->ntxq += (r->flags & RF_ON_TXQ) != 0;
             s->ncq += (r->flags & RF_ON_CQ) != 0;
             s->nrdma += (r->flags & RF_ON_RDMAQ) != 0;
             s->fin_owed += (r->flags & RF_FIN_OWED) != 0;
             s->bs_blocks += boff != SNAP_NONE;
-            if ((r->state == QUAY_RS_RECV_POSTED && (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ))) ||
+            if ((req_posted(r) && (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ))) ||
                 (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) == (RF_ON_TXQ | RF_ON_RDMAQ))
                 corrupt(s); /* one link, one list */
             continue;
@@ -746,7 +756,7 @@ static void sx_reqs(snap *s)
             uint32_t m = 0;
             if (which == 0) {
                 for (uint32_t i = 0; i < e->nreqs; i++)
-                    if (e->reqs[i].state == QUAY_RS_RECV_POSTED)
+                    if (req_posted(&e->reqs[i]))
                         order[m++] = &e->reqs[i];
                 if (m > 1)
                     qsort(order, m, sizeof *order, cmp_stamp);
@@ -797,6 +807,10 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     sx_u32(s, &m->target);
     sx_u64(s, &m->len);
     sx_u64(s, &m->key);
+    sx_u32(s, &m->rreq);
+    sx_u32(s, &m->x);
+    sx_i32(s, &m->status);
+    sx_u8(s, &m->rflags);
     sx_u32(s, &ci);
     sx_u8(s, &has_data);
     if (s->mode == SNAP_SAVE) {
@@ -809,10 +823,14 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     int need_comm = list == ML_UNEXP || list == ML_TAKEN;
     if (s->err != 0 || idx >= e->nmsgs ||
         (m->type != QUAY_PKT_EAGER && m->type != QUAY_PKT_RTS &&
-         m->type != QUAY_PKT_CANCEL_REQ) ||
+         m->type != QUAY_PKT_CANCEL_REQ && m->type != QUAY_PKT_RTR &&
+         m->type != QUAY_PKT_SC) ||
+        /* receiver-initiated packets wait only for their turn */
+        ((m->type == QUAY_PKT_RTR || m->type == QUAY_PKT_SC) && list != ML_HELD) ||
+        (m->rflags & ~(uint32_t)(WIRE_F_REVOKE | WIRE_F_CANCEL)) ||
         (m->flags & ~UMF_ALL) || m->peer < 0 || m->peer >= e->nranks ||
         ((m->flags & (UMF_KEY | UMF_PUT_OK)) && m->type != QUAY_PKT_RTS) ||
-        (!(m->flags & UMF_KEY) && m->key != 0) ||
+        (!(m->flags & UMF_KEY) && m->type != QUAY_PKT_RTR && m->key != 0) ||
         ((m->flags & UMF_CREDIT) && (e->flow != QUAY_FLOW_CREDIT || m->peer == e->rank)) ||
         has_data > 1 || has_data != eager_data ||
         (has_data && m->len > e->cfg.unexpected_bytes_max - s->ubytes) ||
@@ -1009,7 +1027,7 @@ static void sx_out(snap *s, qout *src, int32_t peer, uint32_t *room)
     raw(s, OUT_HDR(o), o->hdr_len);
     if (s->mode == SNAP_SAVE)
         return;
-    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_FIN ||
+    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_SC ||
         o->hdr_len == 0 || bad_index(ri, e->nreqs, 1) ||
         o->payload_len > e->cfg.max_packet - o->hdr_len ||
         (ri == SNAP_NONE && o->payload_len != 0) || *room == 0) {
@@ -1130,7 +1148,7 @@ static void sx_ctrl(snap *s)
         (n + s->fin_owed > e->ctrl_cap || s->fin_owed > e->ctrl_cap / 2))
         corrupt(s); /* the reserved slots must still fit */
     for (uint32_t k = 0; k < n && s->err == 0; k++) {
-        ctrl_item it = {0, 0, 0, 0, 0};
+        ctrl_item it = {0, 0, 0, 0, 0, 0};
         if (s->mode == SNAP_SAVE)
             it = e->ctrl[(e->ctrl_head + k) & e->ctrl_mask];
         sx_u8(s, &it.pkt);
@@ -1138,14 +1156,107 @@ static void sx_ctrl(snap *s)
         sx_u32(s, &it.sreq);
         sx_i32(s, &it.status);
         sx_u32(s, &it.rreq);
+        sx_u8(s, &it.flags);
         if (s->mode == SNAP_SAVE)
             continue;
+        if (it.flags != 0 && (it.flags != WIRE_F_FOR_RECV || it.pkt != QUAY_PKT_CANCEL_REP))
+            corrupt(s);
         if ((it.pkt != QUAY_PKT_ACK && it.pkt != QUAY_PKT_CANCEL_REP &&
              it.pkt != QUAY_PKT_FIN) ||
             it.peer < 0 || it.peer >= e->nranks)
             corrupt(s);
-        else if (s->mode == SNAP_APPLY)
+        else if (s->mode == SNAP_APPLY) {
             ctrl_push(e, it.pkt, it.peer, it.sreq, it.status, it.rreq);
+            e->ctrl[(e->ctrl_head + e->ctrl_count - 1) & e->ctrl_mask].flags = it.flags;
+        }
+    }
+}
+
+/* ---- receiver-initiated state (rtr.c) ------------------------------------------------- */
+
+static void sx_rtr_ent(snap *s, rtr_ent *t)
+{
+    sx_u32(s, &t->ctx);
+    sx_i32(s, &t->src);
+    sx_i32(s, &t->tag);
+    sx_u32(s, &t->rreq);
+    sx_u32(s, &t->x);
+    sx_u8(s, &t->live);
+    sx_u64(s, &t->cap);
+    sx_u64(s, &t->key);
+    if (s->mode != SNAP_SAVE && (t->src < 0 || t->tag < QUAY_ANY_TAG || t->rreq == 0 ||
+                                 t->live > 1))
+        corrupt(s);
+}
+
+static void sx_rtr(snap *s)
+{
+    quay_engine *e = s->e;
+    if (e->rtr_pool == NULL)
+        return; /* the identity says whether the blob has any */
+    int apply = s->mode == SNAP_APPLY;
+    if (apply)
+        rtr_attach(e); /* the peers' scalars were rewritten: re-point, empty */
+    /* Queued work, in order. */
+    uint32_t n = sx_count(s, e->rtrq_count, e->rtrq_cap);
+    for (uint32_t k = 0; k < n && s->err == 0; k++) {
+        rtr_item it;
+        memset(&it, 0, sizeof it);
+        if (s->mode == SNAP_SAVE)
+            it = e->rtrq[(e->rtrq_head + k) % e->rtrq_cap];
+        sx_u8(s, &it.flags);
+        sx_i32(s, &it.peer);
+        sx_u32(s, &it.rreq);
+        sx_u32(s, &it.ctx);
+        sx_i32(s, &it.src);
+        sx_i32(s, &it.tag);
+        sx_u64(s, &it.cap);
+        sx_u64(s, &it.key);
+        if (s->mode == SNAP_SAVE)
+            continue;
+        if ((it.flags != 0 && it.flags != WIRE_F_REVOKE && it.flags != WIRE_F_CANCEL) ||
+            it.peer < 0 || it.peer >= e->nranks || it.peer == e->rank)
+            corrupt(s);
+        else if (apply)
+            e->rtrq[(e->rtrq_head + e->rtrq_count++) % e->rtrq_cap] = it;
+    }
+    /* Per peer: its RTRs to us, our log of envelopes to it, our RTRs it
+     * may hold. */
+    for (int32_t p = 0; p < e->nranks && s->err == 0; p++) {
+        peer_state *ps = &e->peers[p];
+        uint32_t nr = sx_count(s, ps->nrtr, e->cfg.rtr_per_peer);
+        for (uint32_t k = 0; k < nr && s->err == 0; k++) {
+            rtr_ent t;
+            memset(&t, 0, sizeof t);
+            if (s->mode == SNAP_SAVE)
+                t = ps->rtr[k];
+            sx_rtr_ent(s, &t);
+            if (apply)
+                ps->rtr[ps->nrtr++] = t;
+        }
+        uint32_t nl = sx_count(s, ps->rlog_count, RTR_LOG);
+        for (uint32_t k = 0; k < nl && s->err == 0; k++) {
+            rtr_logent l = {0, 0, 0};
+            if (s->mode == SNAP_SAVE)
+                l = ps->rlog[(ps->rlog_head + k) % RTR_LOG];
+            sx_u32(s, &l.seq);
+            sx_u32(s, &l.ctx);
+            sx_i32(s, &l.tag);
+            if (apply)
+                ps->rlog[(ps->rlog_head + ps->rlog_count++) % RTR_LOG] = l;
+        }
+        uint32_t lost = ps->rlog_lost, out = ps->rtr_out, unsent = ps->tx_unsent;
+        sx_u32(s, &lost);
+        sx_u32(s, &out);
+        sx_u32(s, &unsent);
+        if (apply)
+            ps->tx_unsent = unsent;
+        if (out > e->cfg.rtr_per_peer)
+            corrupt(s);
+        if (apply) {
+            ps->rlog_lost = lost;
+            ps->rtr_out = out;
+        }
     }
 }
 
@@ -1153,13 +1264,13 @@ static void sx_ctrl(snap *s)
 
 static void walk(snap *s)
 {
-    static const uint32_t tags[9] = {SEC_IDENT, SEC_ENGINE,  SEC_REQIDS,
-                                     SEC_REGIONS, SEC_COMMS, SEC_REQS,
-                                     SEC_MSGS,  SEC_PEERS,   SEC_CTRL};
-    static void (*const fns[9])(snap *) = {sx_ident, sx_engine, sx_reqids,
-                                           sx_regions, sx_comms, sx_reqs,
-                                           sx_msgs, sx_peers, sx_ctrl};
-    for (int i = 0; i < 9 && s->err == 0; i++) {
+    static const uint32_t tags[10] = {SEC_IDENT, SEC_ENGINE,  SEC_REQIDS,
+                                      SEC_REGIONS, SEC_COMMS, SEC_REQS,
+                                      SEC_MSGS,  SEC_PEERS,   SEC_CTRL, SEC_RTR};
+    static void (*const fns[10])(snap *) = {sx_ident, sx_engine, sx_reqids,
+                                            sx_regions, sx_comms, sx_reqs,
+                                            sx_msgs, sx_peers, sx_ctrl, sx_rtr};
+    for (int i = 0; i < 10 && s->err == 0; i++) {
         size_t outer;
         size_t at = sec_begin(s, tags[i], &outer);
         if (s->err == 0)

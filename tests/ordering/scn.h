@@ -120,6 +120,9 @@ enum {
  * nicsim executes their RDMA actions.
  */
 void scn_runner_set_rndv(scn_runner *r, int mode);
+/** Receiver-initiated transfers (quay_config.rtr) in the runs of `r`: 1
+ *  on (with the RDMA capabilities), 0 off, -1 the scenario's `config rtr=`. */
+void scn_runner_set_rtr(scn_runner *r, int on);
 /** Parse "default" / "copy" / "get" / "put" / "mixed"; 0 or -1. */
 int scn_rndv_parse(const char *text, int *mode);
 /**

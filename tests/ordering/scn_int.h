@@ -108,6 +108,7 @@ struct scn {
     nicsim_fault_spec faults; /* config faults=...; zero: none */
     int flow;                 /* config flow=: QUAY_FLOW_NONE / _ACKNACK */
     int rndv;                 /* config rndv=: SCN_RNDV_* (0: copy, no RDMA caps) */
+    int rtr;                  /* config rtr=1: receiver-initiated transfers */
 
     scn_comm comms[SCN_MAX_COMMS];
     int ncomms;
@@ -276,6 +277,7 @@ struct scn_runner {
     int flow_override; /* scn_runner_set_flow: -1 none, else the mode */
     int flow;          /* flow-control mode of the current run */
     int rndv_override; /* scn_runner_set_rndv: -1 none, else SCN_RNDV_* */
+    int rtr_override;  /* scn_runner_set_rtr: -1 none, else 0 / 1 */
     uint64_t rto_ns;   /* retransmission timeout of the current run */
     uint64_t tjump;    /* steps the clock jumped to reach a deadline */
     uint64_t timer_fires;    /* quay_on_time calls of the last run */

@@ -170,6 +170,10 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
                                                     : modes[rm - SCN_RNDV_COPY];
             }
         }
+        if (run->rtr_override >= 0 ? run->rtr_override : s->rtr) {
+            qc.rtr = 1;
+            qc.transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
+        }
         qc.flow = run->flow;
         if (run->flow != QUAY_FLOW_NONE) {
             qc.rto_init_ns = run->rto_ns;
@@ -720,6 +724,7 @@ int scn_runner_new(const scn *s, scn_runner **pr)
     run->s = s;
     run->flow_override = -1;
     run->rndv_override = -1;
+    run->rtr_override = -1;
     run->complete_actions = (s->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     run->max_steps = 200000 + 2000 * (uint64_t)s->nslots;
     for (i = 0; i < s->nslots; i++)
@@ -825,6 +830,11 @@ void scn_runner_set_flow(scn_runner *run, int mode)
 void scn_runner_set_rndv(scn_runner *run, int mode)
 {
     run->rndv_override = mode;
+}
+
+void scn_runner_set_rtr(scn_runner *run, int on)
+{
+    run->rtr_override = on;
 }
 
 void scn_runner_set_switches(scn_runner *run, int on)

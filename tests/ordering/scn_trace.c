@@ -120,7 +120,7 @@ static const char *slot_name_by_id(const rank_rt *rk, uint32_t id)
 static int sequenced(int pkt)
 {
     return pkt == QUAY_PKT_EAGER || pkt == QUAY_PKT_RTS ||
-           pkt == QUAY_PKT_CANCEL_REQ;
+           pkt == QUAY_PKT_CANCEL_REQ || pkt == QUAY_PKT_RTR || pkt == QUAY_PKT_SC;
 }
 
 static void print_trace(const scn_runner *run, const rank_rt *rk,
@@ -261,7 +261,9 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
         print_trace(run, rk, ev);
     switch (ev->kind) {
     case QUAY_TR_PKT_OUT:
-        if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS)
+        /* The message itself: its envelope, or the SC of a send that
+         * wrote into the receiver's RTR (receiver-initiated). */
+        if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC)
             return;
         sl = idmap_get(rk, ev->req_id);
         if (sl < 0 || s->slots[sl].kind != SLOT_SEND) {

@@ -16,6 +16,7 @@
  *   --rndv copy|get|put|mixed  rendezvous data by DATA packets or RDMA
  *       (GET, PUT, or each rank's mode drawn per seed), replacing the
  *       scenario's `config rndv=`.
+ *   --rtr  receiver-initiated transfers (RTR / SC) on every engine.
  *   --switches  with flow control: context switches (quiesce, stable,
  *       resume) at random points (scn.h scn_runner_set_switches).
  *
@@ -34,7 +35,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] "
             "[--switches] file.scn ...\n");
 }
 
@@ -89,7 +90,7 @@ int main(int argc, char **argv)
     const char *env = getenv("QUAY_SEEDS");
     const char *files[256];
     const char *faults = NULL;
-    int flow = -1, switches = 0, rndv = -1;
+    int flow = -1, switches = 0, rndv = -1, rtr = -1;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -112,6 +113,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
             if (scn_flow_parse(argv[++i], &flow) != 0)
                 return usage(), 2;
+        } else if (strcmp(argv[i], "--rtr") == 0) {
+            rtr = 1;
         } else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) {
             if (scn_rndv_parse(argv[++i], &rndv) != 0)
                 return usage(), 2;
@@ -165,6 +168,7 @@ int main(int argc, char **argv)
         }
         scn_runner_set_flow(r, flow);
         scn_runner_set_rndv(r, rndv);
+        scn_runner_set_rtr(r, rtr);
         scn_runner_set_switches(r, switches);
         fault_arg[0] = '\0';
         if (scn_runner_faults_active(r)) {

@@ -1,0 +1,386 @@
+/*
+ * rtr.c — receiver-initiated transfers [MPIN §3], beside the
+ * sender-initiated protocols (config `rtr`).
+ *
+ *   receiver R                          sender P
+ *   irecv(src=P): RTR(ctx, tag, cap,
+ *     key, rreq, x = next seq from P) -->  kept in P's table for R, in order
+ *                                          isend(to R): the first entry its
+ *                                          envelope matches is live: take it
+ *                                     <--  RDMA_PUT into key (fragments)
+ *   complete, no matching, no copy    <--  SC(seq, env, sreq, rreq, len)
+ *
+ * Matching moves to the sender for delegated receives, so the two sides
+ * must never both match one receive. The rules:
+ *  - R delegates a receive only while no undelegated receive of its
+ *    communicator is posted (comm->nplain == 0): a receive posted before
+ *    it that P's message could also match would be owed that message
+ *    first, and P cannot see it. A receive posted while one is pending
+ *    stays sender-initiated. (MPIN's virtual list, conservatively.)
+ *  - P keeps R's RTRs in post order and a send may take only the first
+ *    entry its envelope matches; if that one is dead, the send goes as an
+ *    envelope. Identical requests therefore advance in order (MPIN's sub
+ *    lists): P's table is their sub list.
+ *  - Any envelope P sends to R kills every entry it matches (R may match
+ *    the envelope to that receive), and P logs its recent envelopes so an
+ *    RTR arriving later whose x says R had not yet seen one of them that
+ *    it matches is dead on arrival. A dead entry is never written to: R
+ *    matches that receive with an envelope and then revokes the entry.
+ *  - SC is sequenced with P's envelopes, so R sees P's messages in send
+ *    order whichever way each travelled.
+ * So a write into a receive's buffer happens only if no envelope can be
+ * matched to it first, and a dead delegation costs only the zero copy.
+ * Bounds: R keeps at most rtr_per_peer RTRs outstanding per sender (a
+ * revoke or cancel frees one in order, before any later RTR), so P's
+ * per-peer table never overflows; an RTR beyond it is a protocol error.
+ * Cancelling a delegated receive asks P (RTR with CANCEL): P drops the
+ * entry if it still has it (verdict 1), else it was taken and the SC is
+ * on its way (verdict 0).
+ */
+#include "engine/internal.h"
+
+static int seq_before(uint32_t a, uint32_t b) { return (uint32_t)(a - b) >= 0x80000000u; }
+
+void rtr_attach(quay_engine *e)
+{
+    if (e->rtr_pool == NULL)
+        return;
+    for (int32_t p = 0; p < e->nranks; p++) {
+        peer_state *ps = &e->peers[p];
+        ps->rtr = e->rtr_pool + (size_t)p * e->cfg.rtr_per_peer;
+        ps->nrtr = 0;
+        ps->rlog = e->rlog_pool + (size_t)p * RTR_LOG;
+        ps->rlog_head = ps->rlog_count = 0;
+        /* Envelopes sent before now are unknown: RTRs older than them
+         * are dead on arrival. */
+        ps->rlog_lost = ps->tx_seq;
+        ps->rtr_out = 0;
+    }
+    e->rtrq_head = e->rtrq_count = 0;
+}
+
+int rtr_init(quay_engine *e)
+{
+    if (!e->cfg.rtr)
+        return 0;
+    size_t n = (size_t)e->nranks;
+    e->rtr_pool = qalloc(e, n * e->cfg.rtr_per_peer * sizeof *e->rtr_pool);
+    e->rlog_pool = qalloc(e, n * RTR_LOG * sizeof *e->rlog_pool);
+    /* One delegation per request, one revoke or cancel per RTR out. */
+    e->rtrq_cap = e->cfg.max_requests + (uint32_t)n * e->cfg.rtr_per_peer;
+    e->rtrq = qalloc(e, (size_t)e->rtrq_cap * sizeof *e->rtrq);
+    if (e->rtr_pool == NULL || e->rlog_pool == NULL || e->rtrq == NULL)
+        return QUAY_ENOMEM;
+    rtr_attach(e);
+    return 0;
+}
+
+void rtr_fini(quay_engine *e)
+{
+    qfree(e, e->rtr_pool);
+    qfree(e, e->rlog_pool);
+    qfree(e, e->rtrq);
+    e->rtr_pool = NULL;
+    e->rlog_pool = NULL;
+    e->rtrq = NULL;
+}
+
+/* ---- receiver ------------------------------------------------------------------ */
+
+static void rtrq_push(quay_engine *e, uint8_t flags, int32_t peer, const quay_req *r)
+{
+    uint32_t i = (e->rtrq_head + e->rtrq_count) % e->rtrq_cap;
+    rtr_item *it = &e->rtrq[i];
+    it->flags = flags;
+    it->peer = peer;
+    it->rreq = r->id;
+    it->ctx = r->ctx;
+    it->src = r->comm->myrank;
+    it->tag = flags ? 0 : r->tag;
+    it->cap = flags ? 0 : r->len;
+    it->key = flags ? 0 : r->lkey;
+    e->rtrq_count++;
+}
+
+void rtr_delegate(quay_engine *e, quay_req *r)
+{
+    quay_comm *c = r->comm;
+    if (e->rtrq == NULL || r->rank < 0 || c->nplain != 0)
+        return;
+    int32_t peer = c->world[r->rank];
+    peer_state *ps = &e->peers[peer];
+    if (peer == e->rank || ps->failed || ps->rtr_out >= e->cfg.rtr_per_peer ||
+        e->rtrq_count == e->rtrq_cap)
+        return;
+    if (mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, &r->lkey) != 0)
+        return; /* no region: the sender-initiated way */
+    r->peer = peer;
+    ps->rtr_out++; /* the queued item holds it until it goes out */
+    rtrq_push(e, 0, peer, r);
+    req_set_state(e, r, QUAY_RS_RECV_RTR);
+}
+
+static void release_region(quay_engine *e, quay_req *r)
+{
+    if (r->lkey != 0) {
+        mregion *m = mem_lookup(e, r->lkey);
+        if (m != NULL && m->internal)
+            mem_release(e, m);
+        r->lkey = 0;
+    }
+}
+
+/* The sender holds r's RTR: free its slot there, in order (revoke or
+ * cancel), unless the sender is gone. */
+static void rtr_withdraw(quay_engine *e, quay_req *r, uint8_t flags)
+{
+    peer_state *ps = &e->peers[r->peer];
+    r->flags &= ~(uint32_t)RF_RTR_SENT;
+    ps->rtr_out--;
+    if (!ps->failed)
+        rtrq_push(e, flags, r->peer, r);
+}
+
+void rtr_undelegate(quay_engine *e, quay_req *r)
+{
+    release_region(e, r);
+    if (r->flags & RF_RTR_SENT) {
+        rtr_withdraw(e, r, WIRE_F_REVOKE);
+        e->st.rtr_revoked++;
+    }
+    /* A pending cancel's verdict will find nothing left to cancel. */
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+}
+
+static void unpost_cancelled(quay_engine *e, quay_req *r)
+{
+    match_remove_posted(e, r);
+    release_region(e, r);
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    r->status.cancelled = 1;
+    r->status.error = QUAY_ECANCELLED;
+    r->status.count = 0;
+    req_complete(e, r);
+}
+
+void rtr_cancel(quay_engine *e, quay_req *r)
+{
+    if (r->flags & RF_CANCEL_PENDING)
+        return;
+    if (!(r->flags & RF_RTR_SENT)) {
+        unpost_cancelled(e, r); /* never left: its queued RTR is moot */
+        return;
+    }
+    rtr_withdraw(e, r, WIRE_F_CANCEL);
+    r->flags |= RF_CANCEL_PENDING;
+}
+
+int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
+{
+    quay_req *r = req_by_id(e, h->sreq);
+    /* The receive may have been matched by an envelope meanwhile (and be
+     * gone): then the verdict has nothing left to decide. */
+    if (r == NULL || r->kind != RK_RECV || !(r->flags & RF_CANCEL_PENDING))
+        return 0;
+    if (r->peer != peer || r->state != QUAY_RS_RECV_RTR)
+        return QUAY_ESTATE;
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    if (h->status == 1)
+        unpost_cancelled(e, r);
+    else
+        r->flags |= RF_RTR_TAKEN; /* its SC completes the receive */
+    return 0;
+}
+
+int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
+{
+    quay_req *r = req_by_id(e, m->rreq);
+    if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_RTR || r->peer != peer ||
+        r->ctx != m->ctx || r->rank != m->src || !comm_src_ok(r->comm, m->src, peer) ||
+        (r->tag != QUAY_ANY_TAG && r->tag != m->tag) ||
+        !(r->flags & (RF_RTR_SENT | RF_CANCEL_PENDING | RF_RTR_TAKEN)))
+        return QUAY_ESTATE;
+    match_remove_posted(e, r);
+    if (e->trace_fn)
+        trace_match(e, r, m, peer, m->seq, m->ctx, m->src, m->tag);
+    if (r->flags & RF_RTR_SENT) {
+        r->flags &= ~(uint32_t)RF_RTR_SENT;
+        e->peers[peer].rtr_out--; /* the sender dropped it when it took it */
+    }
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING; /* its verdict will be 0 */
+    release_region(e, r);
+    r->sreq = m->sreq;
+    r->msg_len = m->len;
+    r->status.source = m->src;
+    r->status.tag = m->tag;
+    r->status.count = m->len < r->len ? m->len : r->len;
+    if (m->len > r->len)
+        r->status.error = QUAY_ETRUNCATE;
+    if (m->status != 0)
+        r->status.error = m->status;
+    req_complete(e, r);
+    return 0;
+}
+
+/* ---- queue ------------------------------------------------------------------------ */
+
+int rtrq_has_work(const quay_engine *e) { return e->rtrq_count != 0; }
+
+int rtrq_emit(quay_engine *e, qout *o)
+{
+    rtr_item it = e->rtrq[e->rtrq_head];
+    e->rtrq_head = (e->rtrq_head + 1) % e->rtrq_cap;
+    e->rtrq_count--;
+    peer_state *ps = &e->peers[it.peer];
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    if (it.flags == 0) {
+        /* A delegation goes out only if its receive still waits for it. */
+        quay_req *r = req_by_id(e, it.rreq);
+        if (r == NULL || r->state != QUAY_RS_RECV_RTR ||
+            (r->flags & (RF_RTR_SENT | RF_CANCEL_PENDING)) || ps->failed) {
+            ps->rtr_out--;
+            return 0;
+        }
+        r->flags |= RF_RTR_SENT;
+        h.x = ps->rx_seq;
+        h.len = it.cap;
+        h.key = it.key;
+        e->st.rtr_sent++;
+    }
+    h.type = QUAY_PKT_RTR;
+    h.flags = it.flags;
+    h.seq = ps->tx_seq++;
+    h.ctx = it.ctx;
+    h.src = it.src;
+    h.tag = it.tag;
+    h.rreq = it.rreq;
+    o->peer = it.peer;
+    o->req = NULL;
+    o->pkt = QUAY_PKT_RTR;
+    o->seq = h.seq;
+    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+    return 1;
+}
+
+/* ---- sender ------------------------------------------------------------------------ */
+
+static int ent_matches(const rtr_ent *t, uint32_t ctx, int32_t src, int32_t tag)
+{
+    return t->ctx == ctx && t->src == src && (t->tag == QUAY_ANY_TAG || t->tag == tag);
+}
+
+static void ent_remove(peer_state *ps, uint32_t i)
+{
+    memmove(&ps->rtr[i], &ps->rtr[i + 1], (size_t)(ps->nrtr - i - 1) * sizeof ps->rtr[0]);
+    ps->nrtr--;
+}
+
+int rtr_send(quay_engine *e, quay_req *r)
+{
+    if (e->rtr_pool == NULL || r->peer == e->rank)
+        return 0;
+    peer_state *ps = &e->peers[r->peer];
+    for (uint32_t i = 0; i < ps->nrtr; i++) {
+        rtr_ent *t = &ps->rtr[i];
+        if (!ent_matches(t, r->ctx, r->rank, r->tag))
+            continue;
+        if (!t->live)
+            break; /* first in line, but an envelope may be matched to it */
+        r->rreq = t->rreq;
+        r->rkey = t->key;
+        r->accepted = r->len < t->cap ? r->len : t->cap;
+        r->nfrags = rndv_split(r->accepted, e->cfg.frag_size, &r->frag);
+        r->grant = r->nfrags;
+        r->next_frag = 0;
+        r->frags_done = 0;
+        r->flags |= RF_CTS_SEEN | RF_ENV_SENT; /* matched: a cancel fails */
+        ent_remove(ps, i);
+        e->st.rtr_used++;
+        req_set_state(e, r, QUAY_RS_SEND_WRITE);
+        if (r->nfrags == 0)
+            rndv_rdma_progress(e, r);
+        else
+            rdmaq_add(e, r);
+        return 1;
+    }
+    /* An envelope: R may match it to any receive whose RTR it matches. */
+    for (uint32_t i = 0; i < ps->nrtr; i++) {
+        rtr_ent *t = &ps->rtr[i];
+        if (t->live && ent_matches(t, r->ctx, r->rank, r->tag)) {
+            t->live = 0;
+            e->st.rtr_dead++;
+        }
+    }
+    if (ps->rlog_count == RTR_LOG) {
+        ps->rlog_lost = ps->rlog[ps->rlog_head].seq + 1;
+        ps->rlog_head = (ps->rlog_head + 1) % RTR_LOG;
+        ps->rlog_count--;
+    }
+    rtr_logent *l = &ps->rlog[(ps->rlog_head + ps->rlog_count) % RTR_LOG];
+    l->seq = r->seq;
+    l->ctx = r->ctx;
+    l->tag = r->tag;
+    ps->rlog_count++;
+    return 0;
+}
+
+/* 1 if an envelope we sent from seq x on may be matched to an RTR of
+ * (ctx, tag) from this peer. Entries before x are dropped (x never goes
+ * back: RTRs come in order). */
+static int log_conflict(peer_state *ps, uint32_t x, uint32_t ctx, int32_t tag)
+{
+    while (ps->rlog_count != 0 && seq_before(ps->rlog[ps->rlog_head].seq, x)) {
+        ps->rlog_head = (ps->rlog_head + 1) % RTR_LOG;
+        ps->rlog_count--;
+    }
+    if (ps->rlog_lost != 0 && seq_before(x, ps->rlog_lost))
+        return 1; /* what we sent there is no longer known */
+    for (uint32_t k = 0; k < ps->rlog_count; k++) {
+        const rtr_logent *l = &ps->rlog[(ps->rlog_head + k) % RTR_LOG];
+        if (l->ctx == ctx && (tag == QUAY_ANY_TAG || tag == l->tag))
+            return 1;
+    }
+    return 0;
+}
+
+int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
+{
+    peer_state *ps = &e->peers[peer];
+    if (e->rtr_pool == NULL || peer == e->rank)
+        return QUAY_ESTATE;
+    quay_comm *c = comm_lookup(e, m->ctx);
+    if (c != NULL && !comm_src_ok(c, m->src, peer))
+        return QUAY_ESTATE;
+    uint32_t i;
+    for (i = 0; i < ps->nrtr && ps->rtr[i].rreq != m->rreq; i++)
+        ;
+    if (m->rflags & WIRE_F_REVOKE) {
+        if (i == ps->nrtr)
+            return QUAY_ESTATE; /* only a receive we never wrote is revoked */
+        ent_remove(ps, i);
+        return 0;
+    }
+    if (m->rflags & WIRE_F_CANCEL) {
+        int32_t verdict = i < ps->nrtr;
+        if (verdict)
+            ent_remove(ps, i);
+        ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, m->rreq, verdict, 0);
+        e->ctrl[(e->ctrl_head + e->ctrl_count - 1) & e->ctrl_mask].flags = WIRE_F_FOR_RECV;
+        return 0;
+    }
+    if (i < ps->nrtr || ps->nrtr >= e->cfg.rtr_per_peer)
+        return QUAY_ESTATE; /* a duplicate, or beyond the receiver's quota */
+    rtr_ent *t = &ps->rtr[ps->nrtr++];
+    t->ctx = m->ctx;
+    t->src = m->src;
+    t->tag = m->tag;
+    t->rreq = m->rreq;
+    t->x = m->x;
+    t->cap = m->len;
+    t->key = m->key;
+    t->live = !log_conflict(ps, m->x, m->ctx, m->tag);
+    if (!t->live)
+        e->st.rtr_dead++;
+    return 0;
+}
