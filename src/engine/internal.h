@@ -514,6 +514,11 @@ void rndv_offer(quay_engine *e, quay_req *r);
 int rndv_rdma_matched(quay_engine *e, quay_req *r, const umsg *env);
 /** Sender: a CTS carrying the receiver's key (validated by rndv_on_cts). */
 int rndv_put_start(quay_engine *e, quay_req *r, const wire_hdr *h);
+/** Sender: the match is known and so is where to write (a keyed CTS or an
+ *  RTR): set up the RDMA_PUT fragments into `key` and enter `state`
+ *  (SEND_PUT or SEND_WRITE). */
+void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uint64_t key,
+                      uint64_t accepted, uint32_t frag, uint32_t nfrags);
 /** Build r's next RDMA fragment action into o; 1 if r may issue another
  *  one now. */
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
@@ -577,9 +582,10 @@ static inline int ctrl_space(const quay_engine *e)
 /** Promise a control slot to a later FIN (at most half the ring, so that
  *  replies other protocols wait for always find room): 1 if granted. */
 int ctrl_reserve(quay_engine *e);
-/** Queue a control reply; caller checked ctrl_space() (or reserved). */
-void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
-               int32_t status, uint32_t rreq);
+/** Queue a control reply; caller checked ctrl_space() (or reserved).
+ *  Returns the queued item (for flags beyond the common fields). */
+ctrl_item *ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
+                     int32_t status, uint32_t rreq);
 /** Build request r's next packet into o; 1 if r has more to emit. */
 int req_emit(quay_req *r, qout *o);
 
@@ -639,6 +645,8 @@ int mem_key_parse(const quay_engine *e, uint64_t key, uint32_t *idx, uint32_t *g
 int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
                  uint64_t *key);
 void mem_release(quay_engine *e, mregion *m);
+/** Release the protocol-internal region *key names, if any; *key = 0. */
+void mem_release_internal(quay_engine *e, uint64_t *key);
 
 /* ---- one-sided transfers (rdma.c) ------------------------------------------ */
 /** Build r's RDMA action into o. */

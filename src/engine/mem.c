@@ -117,6 +117,16 @@ void mem_release(quay_engine *e, mregion *m)
     e->regions_used--;
 }
 
+void mem_release_internal(quay_engine *e, uint64_t *key)
+{
+    if (*key == 0)
+        return;
+    mregion *m = mem_lookup(e, *key);
+    if (m != NULL && m->internal)
+        mem_release(e, m);
+    *key = 0;
+}
+
 int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access, uint64_t *key)
 {
     if (e == NULL || key == NULL || (base == NULL && len != 0) || access == 0 ||

@@ -48,12 +48,13 @@ void out_fini(quay_engine *e)
 
 /* ---- control ring ------------------------------------------------------------------ */
 
-void ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
-               int32_t status, uint32_t rreq)
+ctrl_item *ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
+                     int32_t status, uint32_t rreq)
 {
     uint32_t i = (e->ctrl_head + e->ctrl_count) & e->ctrl_mask;
     e->ctrl[i] = (ctrl_item){pkt, peer, sreq, status, rreq, 0};
     e->ctrl_count++;
+    return &e->ctrl[i];
 }
 
 int ctrl_reserve(quay_engine *e)

@@ -112,25 +112,31 @@ int rndv_put_start(quay_engine *e, quay_req *r, const wire_hdr *h)
     if (!(r->flags & RF_PUT_OFFER) || h->len > r->len || h->index != 1 ||
         nf > UINT32_MAX || h->grant != nf)
         return QUAY_ESTATE;
-    r->rreq = h->rreq;
-    r->accepted = h->len;
-    r->frag = h->frag;
-    r->nfrags = (uint32_t)nf;
-    r->grant = (uint32_t)nf;
-    r->next_frag = 0;
-    r->frags_done = 0;
     r->ncts = 2;
     r->cts_bits = 0;
     r->cts_total = 1;
-    r->rkey = h->key;
-    r->flags |= RF_CTS_SEEN; /* the match is proven: a cancel fails now */
-    req_set_state(e, r, QUAY_RS_SEND_PUT);
-    if (nf == 0) {
-        rndv_rdma_progress(e, r);
-    } else if (!(r->flags & RF_ON_TXQ)) {
-        rdmaq_add(e, r); /* else queued when its CANCEL_REQ has gone */
-    }
+    rndv_write_begin(e, r, QUAY_RS_SEND_PUT, h->rreq, h->key, h->len, h->frag,
+                     (uint32_t)nf);
     return 0;
+}
+
+void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uint64_t key,
+                      uint64_t accepted, uint32_t frag, uint32_t nfrags)
+{
+    r->rreq = rreq;
+    r->rkey = key;
+    r->accepted = accepted;
+    r->frag = frag;
+    r->nfrags = nfrags;
+    r->grant = nfrags;
+    r->next_frag = 0;
+    r->frags_done = 0;
+    r->flags |= RF_CTS_SEEN; /* the match is proven: a cancel fails now */
+    req_set_state(e, r, state);
+    if (nfrags == 0)
+        rndv_rdma_progress(e, r);
+    else if (!(r->flags & RF_ON_TXQ))
+        rdmaq_add(e, r); /* else queued when its CANCEL_REQ has gone */
 }
 
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o)
@@ -232,10 +238,5 @@ void rndv_rdma_release(quay_engine *e, quay_req *r)
         if (!e->peers[r->peer].failed)
             ctrl_push(e, QUAY_PKT_FIN, r->peer, r->sreq, rndv_fin_status(r->status.error), r->id);
     }
-    if (r->lkey != 0) {
-        mregion *m = mem_lookup(e, r->lkey);
-        if (m != NULL && m->internal)
-            mem_release(e, m);
-        r->lkey = 0;
-    }
+    mem_release_internal(e, &r->lkey);
 }

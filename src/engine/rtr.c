@@ -120,16 +120,6 @@ void rtr_delegate(quay_engine *e, quay_req *r)
     req_set_state(e, r, QUAY_RS_RECV_RTR);
 }
 
-static void release_region(quay_engine *e, quay_req *r)
-{
-    if (r->lkey != 0) {
-        mregion *m = mem_lookup(e, r->lkey);
-        if (m != NULL && m->internal)
-            mem_release(e, m);
-        r->lkey = 0;
-    }
-}
-
 /* The sender holds r's RTR: free its slot there, in order (revoke or
  * cancel), unless the sender is gone. */
 static void rtr_withdraw(quay_engine *e, quay_req *r, uint8_t flags)
@@ -143,7 +133,7 @@ static void rtr_withdraw(quay_engine *e, quay_req *r, uint8_t flags)
 
 void rtr_undelegate(quay_engine *e, quay_req *r)
 {
-    release_region(e, r);
+    mem_release_internal(e, &r->lkey);
     if (r->flags & RF_RTR_SENT) {
         rtr_withdraw(e, r, WIRE_F_REVOKE);
         e->st.rtr_revoked++;
@@ -155,7 +145,7 @@ void rtr_undelegate(quay_engine *e, quay_req *r)
 static void unpost_cancelled(quay_engine *e, quay_req *r)
 {
     match_remove_posted(e, r);
-    release_region(e, r);
+    mem_release_internal(e, &r->lkey);
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
     r->status.cancelled = 1;
     r->status.error = QUAY_ECANCELLED;
@@ -208,7 +198,7 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
         e->peers[peer].rtr_out--; /* the sender dropped it when it took it */
     }
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING; /* its verdict will be 0 */
-    release_region(e, r);
+    mem_release_internal(e, &r->lkey);
     r->sreq = m->sreq;
     r->msg_len = m->len;
     r->status.source = m->src;
@@ -287,21 +277,13 @@ int rtr_send(quay_engine *e, quay_req *r)
             continue;
         if (!t->live)
             break; /* first in line, but an envelope may be matched to it */
-        r->rreq = t->rreq;
-        r->rkey = t->key;
-        r->accepted = r->len < t->cap ? r->len : t->cap;
-        r->nfrags = rndv_split(r->accepted, e->cfg.frag_size, &r->frag);
-        r->grant = r->nfrags;
-        r->next_frag = 0;
-        r->frags_done = 0;
-        r->flags |= RF_CTS_SEEN | RF_ENV_SENT; /* matched: a cancel fails */
+        uint64_t accepted = r->len < t->cap ? r->len : t->cap;
+        uint32_t frag, nf = rndv_split(accepted, e->cfg.frag_size, &frag);
+        rtr_ent taken = *t;
         ent_remove(ps, i);
         e->st.rtr_used++;
-        req_set_state(e, r, QUAY_RS_SEND_WRITE);
-        if (r->nfrags == 0)
-            rndv_rdma_progress(e, r);
-        else
-            rdmaq_add(e, r);
+        r->flags |= RF_ENV_SENT; /* no envelope will go */
+        rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, taken.rreq, taken.key, accepted, frag, nf);
         return 1;
     }
     /* An envelope: R may match it to any receive whose RTR it matches. */
@@ -365,8 +347,7 @@ int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
         int32_t verdict = i < ps->nrtr;
         if (verdict)
             ent_remove(ps, i);
-        ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, m->rreq, verdict, 0);
-        e->ctrl[(e->ctrl_head + e->ctrl_count - 1) & e->ctrl_mask].flags = WIRE_F_FOR_RECV;
+        ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, m->rreq, verdict, 0)->flags = WIRE_F_FOR_RECV;
         return 0;
     }
     if (i < ps->nrtr || ps->nrtr >= e->cfg.rtr_per_peer)

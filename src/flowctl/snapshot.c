@@ -1166,8 +1166,7 @@ static void sx_ctrl(snap *s)
             it.peer < 0 || it.peer >= e->nranks)
             corrupt(s);
         else if (s->mode == SNAP_APPLY) {
-            ctrl_push(e, it.pkt, it.peer, it.sreq, it.status, it.rreq);
-            e->ctrl[(e->ctrl_head + e->ctrl_count - 1) & e->ctrl_mask].flags = it.flags;
+            ctrl_push(e, it.pkt, it.peer, it.sreq, it.status, it.rreq)->flags = it.flags;
         }
     }
 }
