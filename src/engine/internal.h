@@ -554,7 +554,6 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
 int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
 /** Receiver: cancel a delegated receive (asks the sender). */
 void rtr_cancel(quay_engine *e, quay_req *r);
-int rtrq_has_work(const quay_engine *e);
 /** Build the next queued RTR into o; 0 if the item was moot (skipped). */
 int rtrq_emit(quay_engine *e, qout *o);
 

@@ -214,8 +214,6 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
 
 /* ---- queue ------------------------------------------------------------------------ */
 
-int rtrq_has_work(const quay_engine *e) { return e->rtrq_count != 0; }
-
 int rtrq_emit(quay_engine *e, qout *o)
 {
     rtr_item it = e->rtrq[e->rtrq_head];
