@@ -150,6 +150,11 @@ int tn_deliver(testnet *t, int i)
     if (!p.done)
         quay_on_op_done(t->e[p.from], p.token, 0);
     int rc = quay_on_packet(t->e[p.to], p.from, p.bytes, p.len);
+    if (rc == QUAY_EAGAIN && t->keep_eagain && t->nq < TN_MAX_PKTS) {
+        p.done = 1; /* offered again later, after the others */
+        t->q[t->nq++] = p;
+        return rc;
+    }
     if (rc == QUAY_EPROTO || rc == QUAY_ESTATE)
         t->rejects++;
     free(p.bytes);
@@ -200,10 +205,15 @@ int tn_pump(testnet *t)
         int moved = tn_pull_all(t);
         if (t->nq == 0 && moved == 0)
             return steps;
-        while (t->nq > 0) {
-            tn_deliver(t, 0);
+        /* One round over what is in flight; stop when a round moved
+         * nothing (only refused packets are left). */
+        int n = t->nq, progress = moved;
+        for (int k = 0; k < n && t->nq > 0; k++) {
+            progress |= tn_deliver(t, 0) != QUAY_EAGAIN;
             steps++;
         }
+        if (!progress)
+            return steps;
     }
 }
 

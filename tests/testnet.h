@@ -37,6 +37,8 @@ typedef struct testnet {
     tn_pkt q[TN_MAX_PKTS]; /* in flight, in emission order */
     int nq;
     int auto_done;         /* give op_done as soon as a SEND is pulled */
+    int keep_eagain;       /* a packet refused with EAGAIN stays in flight
+                              (moved to the end), else it is dropped */
     int ncomplete[TN_MAX_RANKS];
     int rejects;
     int last_rc;
@@ -54,7 +56,8 @@ void tn_fini(testnet *t);
 int tn_pull(testnet *t, int r);
 /** Pull from all ranks. */
 int tn_pull_all(testnet *t);
-/** Deliver in-flight packet i (removing it); returns quay_on_packet's rc. */
+/** Deliver in-flight packet i (removing it, unless keep_eagain and the
+ *  engine answered EAGAIN); returns quay_on_packet's rc. */
 int tn_deliver(testnet *t, int i);
 /** Lose in-flight packet i (the wire took it: op_done was or will be given). */
 void tn_drop(testnet *t, int i);

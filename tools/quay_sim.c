@@ -18,6 +18,7 @@
  *       (GET, PUT, or each rank's mode drawn per seed), replacing the
  *       scenario's `config rndv=`.
  *   --rtr  receiver-initiated transfers (RTR / SC) on every engine.
+ *   --any  the same with ANY_SOURCE arbitration (rtr_any).
  *   --switches  with flow control: context switches at random points.
  *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
@@ -34,7 +35,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] [--switches] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] [--any] [--switches] "
             "[--trace] scenario.scn\n");
     return 2;
 }
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
                 return usage();
         } else if (strcmp(argv[i], "--rtr") == 0) {
             rtr = 1;
+        } else if (strcmp(argv[i], "--any") == 0) {
+            rtr = 2;
         } else if (strcmp(argv[i], "--switches") == 0) {
             switches = 1;
         } else if (strcmp(argv[i], "--trace") == 0) {

@@ -172,7 +172,7 @@ enum {
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
 };
 
-#define QUAY_CONFIG_VERSION 4
+#define QUAY_CONFIG_VERSION 5
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -284,6 +284,23 @@ typedef struct quay_config {
      *  overflows; past it, receives are matched the sender-initiated way.
      *  Default 8. */
     uint32_t rtr_per_peer;
+    /** ANY_SOURCE arbitration [MPIN §3.4], docs/arbitration.md: 1 turns
+     *  it on (needs rtr = 1; every engine of the job must agree). A
+     *  wildcard receive (ANY_SOURCE, any tag or ANY_TAG) posted under the
+     *  same rule as a delegation announces its pattern (ENA_ANY) to every
+     *  member of its communicator; a rendezvous-size send that finds the
+     *  announcement first in line raises its interest flag (ANY_FLAG) and
+     *  waits; the receiver matches the flag like an envelope and either
+     *  claims the receive for that sender (RTR_ANY with the buffer's key:
+     *  the sender writes, then SC) or declines (DISABLE_ANY: the sender
+     *  sends its envelope). Announcements stay in place and serve later
+     *  wildcard receives of the same pattern. Default 0. */
+    uint32_t rtr_any;
+    /** Wildcard patterns (communicator, tag) a receiver keeps announced
+     *  at once (1..255). A new pattern evicts an idle one (DISABLE_ANY to
+     *  its holders); when every slot is busy the receive is matched the
+     *  sender-initiated way: back-pressure, never failure. Default 8. */
+    uint32_t any_slots;
 } quay_config;
 
 /** Rendezvous data movement (quay_config.rndv_mode). */
@@ -762,6 +779,11 @@ typedef enum quay_req_state {
     QUAY_RS_SEND_WRITE,    /**< receiver-initiated: took the receiver's RTR;
                                 writing into its buffer (RDMA_PUT), then SC */
     QUAY_RS_SEND_CANCEL,   /**< cancel requested, awaiting the verdict */
+    QUAY_RS_SEND_ANY,      /**< interest flag sent for a receiver's wildcard
+                                announcement: awaiting RTR_ANY (write) or
+                                DISABLE_ANY (send the envelope) */
+    QUAY_RS_SEND_QUEUED,   /**< waiting behind an earlier send to the same
+                                peer that is in arbitration (order) */
     /* receive side */
     QUAY_RS_RECV_POSTED,   /**< in the posted queue */
     QUAY_RS_RECV_RNDV,     /**< matched an RTS: granting, receiving data */
@@ -772,6 +794,10 @@ typedef enum quay_req_state {
     QUAY_RS_RECV_RTR,      /**< posted and delegated to its source: RTR with
                                 the buffer's key sent (or queued); awaiting
                                 SC, or an envelope matched here */
+    QUAY_RS_RECV_ANY,      /**< posted wildcard receive, its pattern
+                                announced: an envelope may match it, or a
+                                sender's flag may claim it (RTR_ANY sent:
+                                awaiting SC or UNA_ANY) */
     /* one-sided */
     QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
     /* both */
@@ -827,8 +853,18 @@ typedef enum quay_pkt_type {
     QUAY_PKT_FIN = 8,        /**< RDMA rendezvous: the data has moved */
     QUAY_PKT_RTR = 9,        /**< receiver-initiated: request to receive, with
                                   a key; also revoke / cancel (sequenced) */
-    QUAY_PKT_SC = 10         /**< receiver-initiated: send complete, the data
+    QUAY_PKT_SC = 10,        /**< receiver-initiated: send complete, the data
                                   is in the RTR's buffer (sequenced) */
+    QUAY_PKT_ENA_ANY = 11,   /**< arbitration: a wildcard pattern announced
+                                  to a sender (sequenced) */
+    QUAY_PKT_ANY_FLAG = 12,  /**< arbitration: a sender's interest, with its
+                                  envelope (sequenced) */
+    QUAY_PKT_RTR_ANY = 13,   /**< arbitration: the wildcard receive is
+                                  claimed for the flag's send (sequenced) */
+    QUAY_PKT_UNA_ANY = 14,   /**< arbitration: the sender declines a claim
+                                  (its send was cancelled) (sequenced) */
+    QUAY_PKT_DISABLE_ANY = 15 /**< arbitration: a flag declined, or an
+                                  announcement withdrawn (sequenced) */
 } quay_pkt_type;
 
 /** Name of a wire packet type ("EAGER", "RTS", ...), "?" if unknown. */
@@ -869,6 +905,18 @@ typedef struct quay_stats {
     uint64_t rtr_used;         /**< sends that wrote into an RTR (sender side) */
     uint64_t rtr_dead;         /**< RTRs an envelope made unusable (sender side) */
     uint64_t rtr_revoked;      /**< delegated receives matched by an envelope */
+    /* ANY_SOURCE arbitration (quay_config.rtr_any) */
+    uint64_t any_announced;    /**< ENA_ANY emitted (receiver side) */
+    uint64_t any_reused;       /**< wildcard receives served by a standing
+                                    announcement (no ENA_ANY needed) */
+    uint64_t any_claimed;      /**< RTR_ANY emitted: a flag won a receive */
+    uint64_t any_declined;     /**< flags answered DISABLE_ANY */
+    uint64_t any_una;          /**< claims the sender declined (UNA_ANY) */
+    uint64_t any_evicted;      /**< patterns evicted (DISABLE_ANY to holders) */
+    uint64_t any_plain;        /**< wildcard receives not arbitrated (no slot,
+                                    a peer's table full, or a pending
+                                    undelegated receive) */
+    uint64_t any_flags;        /**< interest flags raised (sender side) */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

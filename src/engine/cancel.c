@@ -22,6 +22,10 @@ int quay_cancel(quay_engine *e, quay_req *r)
             rtr_cancel(e, r); /* the sender may hold it: ask */
             return 0;
         }
+        if (r->state == QUAY_RS_RECV_ANY) {
+            arb_cancel(e, r); /* a claim decides first */
+            return 0;
+        }
         if (r->state == QUAY_RS_RECV_POSTED) {
             match_remove_posted(e, r);
             r->status.cancelled = 1;
@@ -29,6 +33,10 @@ int quay_cancel(quay_engine *e, quay_req *r)
             r->status.count = 0;
             req_complete(e, r);
         }
+        return 0;
+    }
+    if (r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) {
+        arb_cancel_send(e, r); /* nothing sent yet but perhaps a flag */
         return 0;
     }
     /* Send: only while the receiver may not have matched it yet. */

@@ -36,6 +36,8 @@ void quay_config_default(quay_config *cfg)
     cfg->rndv_mode = QUAY_RNDV_AUTO;
     cfg->rtr = 0;
     cfg->rtr_per_peer = 8;
+    cfg->rtr_any = 0;
+    cfg->any_slots = 8;
 }
 
 int config_check(quay_config *c)
@@ -101,6 +103,10 @@ int config_check(quay_config *c)
     /* The sender writes into the receiver's buffer. */
     if (c->rtr > 1 || (c->rtr && !(c->transport_caps & QUAY_CAP_RDMA_PUT)) ||
         c->rtr_per_peer == 0 || c->rtr_per_peer > 64)
+        return QUAY_EINVAL;
+    /* Arbitration hands out RTR_ANY keys: it rides on receiver-initiated
+     * transfers. Slot ids carry the index in 8 bits. */
+    if (c->rtr_any > 1 || (c->rtr_any && !c->rtr) || c->any_slots == 0 || c->any_slots > 255)
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

@@ -40,11 +40,13 @@ int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
     if (!comm_src_ok(c, src, peer))
         return QUAY_ESTATE;
     quay_req *r = match_find_posted(e, c, src, tag);
-    if (r == NULL)
-        return EAGER_NOT_FAST;
+    if (r == NULL || (r->flags & RF_ANY_CLAIMED))
+        return EAGER_NOT_FAST; /* a claimed wildcard: the general path waits */
     match_remove_posted(e, r);
     if (r->state == QUAY_RS_RECV_RTR)
         rtr_undelegate(e, r); /* the envelope got there first */
+    else if (r->state == QUAY_RS_RECV_ANY)
+        arb_release(e, r);
     if (e->trace_fn)
         trace_match(e, r, NULL, peer, ps->rx_seq, c->ctx, src, tag);
     ps->rx_seq++;

@@ -112,6 +112,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
         rc = mem_init(e);
     if (rc == 0)
         rc = rtr_init(e);
+    if (rc == 0)
+        rc = arb_init(e);
     *pe = e; /* even on failure: the caller frees it */
     return rc;
 }
@@ -123,6 +125,7 @@ static void channel_free(quay_engine *e)
     out_fini(e);
     mem_fini(e);
     rtr_fini(e);
+    arb_fini(e);
     qfree(e, e->reqs);
     qfree(e, e->msgs);
     qfree(e, e->peers);
@@ -208,6 +211,11 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     case QUAY_PKT_CANCEL_REQ:
     case QUAY_PKT_RTR:
     case QUAY_PKT_SC:
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY:
         return seq_on_packet(e, peer, &h, payload, plen);
     case QUAY_PKT_CTS: return rndv_on_cts(e, peer, &h);
     case QUAY_PKT_DATA: return rndv_on_data(e, peer, &h, payload, plen);
@@ -235,8 +243,7 @@ static void trace_wire(quay_engine *e, int kind, int32_t peer,
     int type = len >= 2 ? b[1] : 0;
     uint32_t seq = 0;
     if (len >= 8 && (type == QUAY_PKT_EAGER || type == QUAY_PKT_RTS ||
-                     type == QUAY_PKT_CANCEL_REQ || type == QUAY_PKT_RTR ||
-                     type == QUAY_PKT_SC))
+                     type == QUAY_PKT_CANCEL_REQ || type >= QUAY_PKT_RTR))
         seq = wire_get32(b + 4);
     trace_pkt(e, kind, type, peer, 0, seq, code);
 }

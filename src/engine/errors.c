@@ -43,11 +43,14 @@ const char *quay_state_name(int state)
         [QUAY_RS_SEND_PUT] = "SEND_PUT",
         [QUAY_RS_SEND_WRITE] = "SEND_WRITE",
         [QUAY_RS_SEND_CANCEL] = "SEND_CANCEL",
+        [QUAY_RS_SEND_ANY] = "SEND_ANY",
+        [QUAY_RS_SEND_QUEUED] = "SEND_QUEUED",
         [QUAY_RS_RECV_POSTED] = "RECV_POSTED",
         [QUAY_RS_RECV_RNDV] = "RECV_RNDV",
         [QUAY_RS_RECV_GET] = "RECV_GET",
         [QUAY_RS_RECV_PUT] = "RECV_PUT",
         [QUAY_RS_RECV_RTR] = "RECV_RTR",
+        [QUAY_RS_RECV_ANY] = "RECV_ANY",
         [QUAY_RS_RDMA] = "RDMA",
         [QUAY_RS_DONE] = "DONE",
     };
@@ -69,6 +72,11 @@ const char *quay_pkt_name(int type)
     case QUAY_PKT_FIN: return "FIN";
     case QUAY_PKT_RTR: return "RTR";
     case QUAY_PKT_SC: return "SC";
+    case QUAY_PKT_ENA_ANY: return "ENA_ANY";
+    case QUAY_PKT_ANY_FLAG: return "ANY_FLAG";
+    case QUAY_PKT_RTR_ANY: return "RTR_ANY";
+    case QUAY_PKT_UNA_ANY: return "UNA_ANY";
+    case QUAY_PKT_DISABLE_ANY: return "DISABLE_ANY";
     default: return "?";
     }
 }

@@ -31,6 +31,8 @@ int32_t req_waits_on(const quay_engine *e, const quay_req *r)
         return -1;
     if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR)
         return r->rank != QUAY_ANY_SOURCE ? r->comm->world[r->rank] : -1;
+    if (r->state == QUAY_RS_RECV_ANY) /* a claim waits on its sender */
+        return (r->flags & RF_ANY_CLAIMED) ? r->peer : -1;
     return r->peer != e->rank ? r->peer : -1;
 }
 
@@ -71,9 +73,21 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
             req_complete(e, r);
             continue;
         }
+        if (r->state == QUAY_RS_RECV_ANY) {
+            /* Claimed by the failed peer: its data may be half written. */
+            match_remove_posted(e, r);
+            r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING);
+            arb_release(e, r);
+            /* status.source: the claim's sender, set at the claim */
+            r->status.tag = r->tag;
+            r->status.error = QUAY_EPEER;
+            req_complete(e, r);
+            continue;
+        }
         fail_req(e, r);
     }
     ps->nrtr = 0; /* its receives will never take our writes */
+    arb_peer_failed(e, peer);
     /* Last: releasing descriptors lets the failed requests complete. */
     chan_abandon(e, peer);
 }

@@ -16,6 +16,7 @@
  *   rndv.c     rendezvous RTS/CTS/DATA (pipelined)
  *   rndv_rdma.c  RDMA rendezvous: GET / PUT fragments, FIN
  *   rtr.c      receiver-initiated transfers: RTR tables, SC [MPIN]
+ *   arbitrate.c  ANY_SOURCE arbitration: announcements, flags, claims
  *   cancel.c   receive and send cancellation
  *   bsend.c    attached buffer for buffered sends
  *   out.c      outgoing descriptors, control ring, action queue, op_done
@@ -75,8 +76,12 @@ enum {
                                   hold it: a revoke or cancel must follow) */
     RF_RTR_TAKEN = 1u << 23,   /* recv RTR: a cancel's verdict says the sender
                                   took the RTR: its SC is on its way */
+    RF_ANY_CLAIMED = 1u << 24, /* recv ANY: RTR_ANY given to r->peer's send
+                                  r->sreq: SC or UNA_ANY decides */
+    RF_ANY_CANCEL = 1u << 25,  /* send ANY: cancelled while its flag is out:
+                                  decline a claim, drop a refusal */
 };
-#define RF_ALL_FLAGS ((1u << 24) - 1u)
+#define RF_ALL_FLAGS ((1u << 26) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -125,6 +130,8 @@ typedef struct quay_req {
     uint64_t rkey;      /* one-sided, RDMA rendezvous: the peer's key */
     uint64_t roff;      /* one-sided: offset in the peer's region */
     uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
+    uint32_t slot;      /* recv ANY: its announcement's slot index + 1;
+                           send ANY: the announcement id it flagged */
 } quay_req;
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
@@ -159,7 +166,8 @@ struct quay_msg {
     uint32_t rreq;    /* RTR, SC: the receive request */
     uint32_t x;       /* RTR: next sequence the receiver expected from us */
     int32_t status;   /* SC: the transfer's outcome */
-    uint8_t rflags;   /* RTR: WIRE_F_REVOKE / WIRE_F_CANCEL */
+    uint8_t rflags;   /* RTR: WIRE_F_REVOKE / WIRE_F_CANCEL; DISABLE_ANY */
+    uint32_t slot;    /* arbitration packets: the announcement id */
     uint8_t *data;    /* eager payload copy (len bytes) or NULL */
     quay_comm *comm;  /* NULL while orphaned or held */
 };
@@ -193,6 +201,8 @@ typedef struct rtr_ent {
     uint32_t rreq;
     uint32_t x;       /* envelopes from x on may have been meant for it */
     uint8_t live;     /* 0: an envelope we sent may match it first */
+    uint8_t any;      /* an ANY_SOURCE announcement (ENA_ANY): rreq is its
+                         id; a send that meets it first raises a flag */
     uint64_t cap;
     uint64_t key;
 } rtr_ent;
@@ -205,17 +215,35 @@ typedef struct rtr_logent {
 } rtr_logent;
 #define RTR_LOG 16
 
-/* RTR work queued by a receiver: pure data, encoded at pull. */
+/* Sequenced control work (RTRs and the arbitration packets), numbered
+ * when it goes out: pure data, encoded at pull. */
 typedef struct rtr_item {
-    uint8_t flags;    /* 0 (delegate), WIRE_F_REVOKE, WIRE_F_CANCEL */
+    uint8_t pkt;      /* QUAY_PKT_RTR, ENA_ANY, RTR_ANY, UNA_ANY, DISABLE_ANY */
+    uint8_t flags;    /* RTR: 0 (delegate), WIRE_F_REVOKE, WIRE_F_CANCEL;
+                         DISABLE_ANY: WIRE_F_DROP */
     int32_t peer;
     uint32_t rreq;
+    uint32_t sreq;    /* RTR_ANY, UNA_ANY, DISABLE_ANY: the flag's send */
+    uint32_t slot;    /* ENA_ANY, DISABLE_ANY: the announcement id */
     uint32_t ctx;
     int32_t src;      /* our comm rank */
     int32_t tag;
     uint64_t cap;
     uint64_t key;
 } rtr_item;
+
+/* A receiver's announced wildcard pattern (arbitrate.c). */
+typedef struct any_slot {
+    uint32_t ctx;
+    int32_t tag;       /* tag or QUAY_ANY_TAG */
+    int32_t src;       /* our rank in the communicator */
+    uint32_t gen;      /* in its id (24 bits): a reused slot is new */
+    uint32_t npending; /* RECV_ANY receives that use it */
+    uint64_t used;     /* post stamp of its last receive (evict the oldest) */
+    uint8_t in_use;
+} any_slot;
+#define ANY_ID(i, gen) ((uint32_t)(gen) << 8 | (uint32_t)((i) + 1))
+#define ANY_IDX(id) (((id) & 0xFFu) - 1u)
 
 /* Registered memory region (mem.c). */
 typedef struct mregion {
@@ -312,6 +340,9 @@ typedef struct peer_state {
     uint32_t tx_unsent;    /* (rtr on) sequence numbers assigned to it, not
                               yet emitted: an RTR (numbered when it goes
                               out) waits for them, so numbers leave in order */
+    /* arbitration, sender side (arbitrate.c) */
+    quay_req *any_send;    /* our send whose flag is out to it, or NULL */
+    qlink any_waitq;       /* later sends to it, waiting in order */
 } peer_state;
 
 /* Matching state (match.c), engine-wide exact bins. */
@@ -374,6 +405,9 @@ struct quay_engine {
     uint32_t rtrq_cap, rtrq_head, rtrq_count;
     rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
     rtr_logent *rlog_pool;
+    any_slot *aslots;    /* cfg.any_slots announced patterns (arbitrate.c) */
+    uint64_t *aslot_bits;/* per slot: peers holding it, any_words words */
+    uint32_t any_words;
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     uint32_t ndrain_blocked;
 
@@ -556,6 +590,52 @@ int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
 void rtr_cancel(quay_engine *e, quay_req *r);
 /** Build the next queued RTR into o; 0 if the item was moot (skipped). */
 int rtrq_emit(quay_engine *e, qout *o);
+
+/** Sender: an envelope is about to go to r->peer: kill the RTRs it may
+ *  match and log it (no-op without rtr). */
+void rtr_envelope(quay_engine *e, quay_req *r);
+
+/* ANY_SOURCE arbitration (arbitrate.c). */
+int arb_init(quay_engine *e);
+void arb_fini(quay_engine *e);
+/** Forget every announcement and flag (with rtr_attach). */
+void arb_reset(quay_engine *e);
+/** Receiver: announce the wildcard receive being posted if allowed (sets
+ *  RECV_ANY); else it stays RECV_POSTED. Call before posting. */
+void arb_post(quay_engine *e, quay_req *r);
+/** Receiver: r (RECV_ANY, unclaimed) leaves arbitration (matched by an
+ *  envelope, cancelled, failed): its region goes, its slot is told. */
+void arb_release(quay_engine *e, quay_req *r);
+/** Receiver: cancel r (RECV_ANY): now if unclaimed, else at the verdict. */
+void arb_cancel(quay_engine *e, quay_req *r);
+/** Sender: 1 if r must wait behind a send of its peer in arbitration
+ *  (then it is queued, SEND_QUEUED). */
+int arb_must_queue(quay_engine *e, quay_req *r);
+/** Sender: r meets announcement t first in line: raise the flag (1), or
+ *  0 if r goes as an envelope (eager sizes). */
+int arb_flag(quay_engine *e, quay_req *r, const rtr_ent *t);
+/** Sender: r (SEND_ANY or SEND_QUEUED) ends without an answer (failed):
+ *  its place goes to the next send. */
+void arb_detach(quay_engine *e, quay_req *r);
+/** Sender: cancel r (SEND_ANY or SEND_QUEUED). */
+void arb_cancel_send(quay_engine *e, quay_req *r);
+/** Sequenced arbitration packet (and SC for a claimed receive) from peer,
+ *  in order: 0, QUAY_EAGAIN (no room to answer: offer again) or
+ *  QUAY_ESTATE. */
+int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m);
+/** Peer failure: its flags, claims and announcements go. */
+void arb_peer_failed(quay_engine *e, int32_t peer);
+/** Queue a sequenced control item (caller checked rtrq space). */
+rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer);
+/** Free places in the sequenced control queue. */
+static inline uint32_t rtrq_room(const quay_engine *e) { return e->rtrq_cap - e->rtrq_count; }
+
+/* p2p.c: a send (seq assigned) leaves as EAGER or RTS. */
+void send_envelope(quay_engine *e, quay_req *r);
+/** A send whose peer was free of arbitration starts: seq, RTR, flag or
+ *  envelope. */
+void send_go(quay_engine *e, quay_req *r);
 
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,

@@ -243,7 +243,7 @@ quay_req *match_find_posted(quay_engine *e, quay_comm *c, int32_t src,
 void match_add_posted(quay_engine *e, quay_req *r)
 {
     r->stamp = ++e->stamp;
-    if (r->state != QUAY_RS_RECV_RTR && r->comm != NULL)
+    if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY && r->comm != NULL)
         r->comm->nplain++;
     if (e->m.use_fast)
         fast_add_posted(&e->m, r);
@@ -253,7 +253,7 @@ void match_add_posted(quay_engine *e, quay_req *r)
 
 void match_remove_posted(quay_engine *e, quay_req *r)
 {
-    if (r->state != QUAY_RS_RECV_RTR && r->comm != NULL)
+    if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY && r->comm != NULL)
         r->comm->nplain--;
     if (e->m.use_fast)
         fast_remove_posted(r);

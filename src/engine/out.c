@@ -174,6 +174,24 @@ int req_emit(quay_req *r, qout *o)
     o->peer = r->peer;
     o->req = r;
     r->nout++;
+    if (r->state == QUAY_RS_SEND_ANY) {
+        /* The interest flag: the envelope, under the send's number. */
+        wire_hdr h;
+        memset(&h, 0, sizeof h);
+        h.type = QUAY_PKT_ANY_FLAG;
+        h.seq = r->seq;
+        h.ctx = r->ctx;
+        h.src = r->comm->myrank;
+        h.tag = r->tag;
+        h.sreq = r->id;
+        h.slot = r->slot;
+        h.len = r->len;
+        o->pkt = QUAY_PKT_ANY_FLAG;
+        o->seq = r->seq;
+        o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+        r->flags |= RF_ENV_SENT;
+        return 0;
+    }
     if (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)) {
         /* EAGER or RTS: the hot path, encoded directly. */
         int rndv = (r->flags & RF_RNDV) != 0;
@@ -439,7 +457,8 @@ int out_next_action(quay_engine *e, quay_action *a)
                 txq_leave(e, r);
             if (e->rtr_pool != NULL &&
                 (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS ||
-                 o->pkt == QUAY_PKT_CANCEL_REQ || o->pkt == QUAY_PKT_SC))
+                 o->pkt == QUAY_PKT_CANCEL_REQ || o->pkt == QUAY_PKT_SC ||
+                 o->pkt == QUAY_PKT_ANY_FLAG))
                 e->peers[o->peer].tx_unsent--; /* a numbered packet left */
             if (hand_out(e, o, a))
                 return 1;

@@ -48,7 +48,35 @@ static int send_args(quay_engine *e, quay_comm *c, const void *buf, size_t len,
     return 0;
 }
 
-/* Prepare send request r for message (buf, len) to dst and queue it. */
+void send_envelope(quay_engine *e, quay_req *r)
+{
+    rtr_envelope(e, r);
+    if (r->len > e->cfg.eager_max) {
+        r->flags |= RF_RNDV;
+        r->next_frag = 0;
+        r->frags_done = 0;
+        r->cts_total = 0;
+        rndv_offer(e, r);
+        req_set_state(e, r, QUAY_RS_SEND_RTS);
+    } else {
+        if (r->mode == QUAY_SEND_SYNC || r->mode == QUAY_SEND_READY)
+            r->flags |= RF_NEED_ACK;
+        req_set_state(e, r, QUAY_RS_SEND_EAGER);
+    }
+    txq_add(e, r);
+}
+
+void send_go(quay_engine *e, quay_req *r)
+{
+    r->seq = e->peers[r->peer].tx_seq++;
+    if (e->rtr_pool != NULL)
+        e->peers[r->peer].tx_unsent++;
+    if (rtr_send(e, r))
+        return; /* an RTR first in line (write, then SC) or a flag raised */
+    send_envelope(e, r);
+}
+
+/* Prepare send request r for message (buf, len) to dst and start it. */
 static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
                        int32_t dst, int32_t tag, quay_send_mode mode)
 {
@@ -59,27 +87,12 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     r->peer = c->world[dst];
     r->u.sbuf = buf;
     r->len = len;
-    r->seq = e->peers[r->peer].tx_seq++;
-    if (e->rtr_pool != NULL)
-        e->peers[r->peer].tx_unsent++;
     r->status.source = dst;
     r->status.tag = tag;
     r->status.count = len;
-    if (rtr_send(e, r))
-        return; /* the receiver's RTR was first in line: write, then SC */
-    if (len > e->cfg.eager_max) {
-        r->flags |= RF_RNDV;
-        r->next_frag = 0;
-        r->frags_done = 0;
-        r->cts_total = 0;
-        rndv_offer(e, r);
-        req_set_state(e, r, QUAY_RS_SEND_RTS);
-    } else {
-        if (mode == QUAY_SEND_SYNC || mode == QUAY_SEND_READY)
-            r->flags |= RF_NEED_ACK;
-        req_set_state(e, r, QUAY_RS_SEND_EAGER);
-    }
-    txq_add(e, r);
+    if (arb_must_queue(e, r))
+        return; /* behind a send of the same peer in arbitration */
+    send_go(e, r);
 }
 
 int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
@@ -148,6 +161,8 @@ void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
 {
     if (r->state == QUAY_RS_RECV_RTR)
         rtr_undelegate(e, r); /* an envelope got there first */
+    else if (r->state == QUAY_RS_RECV_ANY)
+        arb_release(e, r); /* an envelope matched before any flag */
     r->peer = env->peer;
     r->sreq = env->sreq;
     r->msg_len = env->len;
@@ -215,8 +230,12 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
         r->status.error = QUAY_EPEER; /* nothing will come from it */
         req_complete(e, r);
     } else {
-        rtr_delegate(e, r); /* receiver-initiated if allowed: RECV_RTR */
-        if (r->state != QUAY_RS_RECV_RTR)
+        /* Receiver-initiated if allowed: RECV_RTR, or RECV_ANY. */
+        if (src == QUAY_ANY_SOURCE)
+            arb_post(e, r);
+        else
+            rtr_delegate(e, r);
+        if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
             req_set_state(e, r, QUAY_RS_RECV_POSTED);
         match_add_posted(e, r);
     }
@@ -347,6 +366,14 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
 
 void req_progress(quay_engine *e, quay_req *r)
 {
+    if (r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) {
+        /* The flag's op_done changes nothing: the receiver's word does. */
+        if ((r->flags & RF_FAILED) && r->nout == 0) {
+            arb_detach(e, r);
+            req_complete(e, r);
+        }
+        return;
+    }
     if (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE ||
         r->state == QUAY_RS_RECV_GET || r->state == QUAY_RS_RECV_PUT) {
         rndv_rdma_progress(e, r);

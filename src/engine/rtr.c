@@ -57,6 +57,7 @@ void rtr_attach(quay_engine *e)
         ps->rtr_out = 0;
     }
     e->rtrq_head = e->rtrq_count = 0;
+    arb_reset(e);
 }
 
 int rtr_init(quay_engine *e)
@@ -66,8 +67,10 @@ int rtr_init(quay_engine *e)
     size_t n = (size_t)e->nranks;
     e->rtr_pool = qalloc(e, n * e->cfg.rtr_per_peer * sizeof *e->rtr_pool);
     e->rlog_pool = qalloc(e, n * RTR_LOG * sizeof *e->rlog_pool);
-    /* One delegation per request, one revoke or cancel per RTR out. */
-    e->rtrq_cap = e->cfg.max_requests + (uint32_t)n * e->cfg.rtr_per_peer;
+    /* One delegation per request; per entry a sender may hold (RTR or
+     * announcement), its announcement and its withdrawal; one answer per
+     * peer (a flag's, or a decline of a claim: a peer has one out). */
+    e->rtrq_cap = e->cfg.max_requests + (uint32_t)n * (2 * e->cfg.rtr_per_peer + 1);
     e->rtrq = qalloc(e, (size_t)e->rtrq_cap * sizeof *e->rtrq);
     if (e->rtr_pool == NULL || e->rlog_pool == NULL || e->rtrq == NULL)
         return QUAY_ENOMEM;
@@ -87,19 +90,26 @@ void rtr_fini(quay_engine *e)
 
 /* ---- receiver ------------------------------------------------------------------ */
 
+rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer)
+{
+    rtr_item *it = &e->rtrq[(e->rtrq_head + e->rtrq_count) % e->rtrq_cap];
+    memset(it, 0, sizeof *it);
+    it->pkt = pkt;
+    it->peer = peer;
+    e->rtrq_count++;
+    return it;
+}
+
 static void rtrq_push(quay_engine *e, uint8_t flags, int32_t peer, const quay_req *r)
 {
-    uint32_t i = (e->rtrq_head + e->rtrq_count) % e->rtrq_cap;
-    rtr_item *it = &e->rtrq[i];
+    rtr_item *it = rtrq_push_item(e, QUAY_PKT_RTR, peer);
     it->flags = flags;
-    it->peer = peer;
     it->rreq = r->id;
     it->ctx = r->ctx;
     it->src = r->comm->myrank;
     it->tag = flags ? 0 : r->tag;
     it->cap = flags ? 0 : r->len;
     it->key = flags ? 0 : r->lkey;
-    e->rtrq_count++;
 }
 
 void rtr_delegate(quay_engine *e, quay_req *r)
@@ -185,6 +195,8 @@ int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
 int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
 {
     quay_req *r = req_by_id(e, m->rreq);
+    if (r != NULL && r->kind == RK_RECV && r->state == QUAY_RS_RECV_ANY)
+        return arb_on_sc(e, peer, r, m);
     if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_RTR || r->peer != peer ||
         r->ctx != m->ctx || r->rank != m->src || !comm_src_ok(r->comm, m->src, peer) ||
         (r->tag != QUAY_ANY_TAG && r->tag != m->tag) ||
@@ -222,11 +234,17 @@ int rtrq_emit(quay_engine *e, qout *o)
     peer_state *ps = &e->peers[it.peer];
     wire_hdr h;
     memset(&h, 0, sizeof h);
-    if (it.flags == 0) {
+    if (ps->failed) {
+        /* Nothing reaches it; a delegation gives back its place. */
+        if (it.pkt == QUAY_PKT_RTR && it.flags == 0)
+            ps->rtr_out--;
+        return 0;
+    }
+    if (it.pkt == QUAY_PKT_RTR && it.flags == 0) {
         /* A delegation goes out only if its receive still waits for it. */
         quay_req *r = req_by_id(e, it.rreq);
         if (r == NULL || r->state != QUAY_RS_RECV_RTR ||
-            (r->flags & (RF_RTR_SENT | RF_CANCEL_PENDING)) || ps->failed) {
+            (r->flags & (RF_RTR_SENT | RF_CANCEL_PENDING))) {
             ps->rtr_out--;
             return 0;
         }
@@ -235,8 +253,13 @@ int rtrq_emit(quay_engine *e, qout *o)
         h.len = it.cap;
         h.key = it.key;
         e->st.rtr_sent++;
+    } else if (it.pkt != QUAY_PKT_RTR) {
+        h.sreq = it.sreq;
+        h.slot = it.slot;
+        h.len = it.cap;
+        h.key = it.key;
     }
-    h.type = QUAY_PKT_RTR;
+    h.type = it.pkt;
     h.flags = it.flags;
     h.seq = ps->tx_seq++;
     h.ctx = it.ctx;
@@ -245,7 +268,7 @@ int rtrq_emit(quay_engine *e, qout *o)
     h.rreq = it.rreq;
     o->peer = it.peer;
     o->req = NULL;
-    o->pkt = QUAY_PKT_RTR;
+    o->pkt = it.pkt;
     o->seq = h.seq;
     o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
     return 1;
@@ -273,6 +296,8 @@ int rtr_send(quay_engine *e, quay_req *r)
         rtr_ent *t = &ps->rtr[i];
         if (!ent_matches(t, r->ctx, r->rank, r->tag))
             continue;
+        if (t->any)
+            return arb_flag(e, r, t); /* the receiver decides */
         if (!t->live)
             break; /* first in line, but an envelope may be matched to it */
         uint64_t accepted = r->len < t->cap ? r->len : t->cap;
@@ -284,10 +309,18 @@ int rtr_send(quay_engine *e, quay_req *r)
         rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, taken.rreq, taken.key, accepted, frag, nf);
         return 1;
     }
-    /* An envelope: R may match it to any receive whose RTR it matches. */
+    return 0;
+}
+
+void rtr_envelope(quay_engine *e, quay_req *r)
+{
+    if (e->rtr_pool == NULL || r->peer == e->rank)
+        return;
+    peer_state *ps = &e->peers[r->peer];
+    /* R may match the envelope to any receive whose RTR it matches. */
     for (uint32_t i = 0; i < ps->nrtr; i++) {
         rtr_ent *t = &ps->rtr[i];
-        if (t->live && ent_matches(t, r->ctx, r->rank, r->tag)) {
+        if (t->live && !t->any && ent_matches(t, r->ctx, r->rank, r->tag)) {
             t->live = 0;
             e->st.rtr_dead++;
         }
@@ -302,7 +335,6 @@ int rtr_send(quay_engine *e, quay_req *r)
     l->ctx = r->ctx;
     l->tag = r->tag;
     ps->rlog_count++;
-    return 0;
 }
 
 /* 1 if an envelope we sent from seq x on may be matched to an RTR of
@@ -333,7 +365,7 @@ int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
     if (c != NULL && !comm_src_ok(c, m->src, peer))
         return QUAY_ESTATE;
     uint32_t i;
-    for (i = 0; i < ps->nrtr && ps->rtr[i].rreq != m->rreq; i++)
+    for (i = 0; i < ps->nrtr && (ps->rtr[i].any || ps->rtr[i].rreq != m->rreq); i++)
         ;
     if (m->rflags & WIRE_F_REVOKE) {
         if (i == ps->nrtr)
@@ -358,6 +390,7 @@ int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
     t->x = m->x;
     t->cap = m->len;
     t->key = m->key;
+    t->any = 0;
     t->live = !log_conflict(ps, m->x, m->ctx, m->tag);
     if (!t->live)
         e->st.rtr_dead++;

@@ -96,7 +96,8 @@ static void env_from_hdr(umsg *m, int32_t peer, const wire_hdr *h)
     m->rreq = h->rreq;
     m->x = h->x;
     m->status = h->status;
-    m->rflags = h->type == QUAY_PKT_RTR ? (uint8_t)h->flags : 0;
+    m->rflags = h->type == QUAY_PKT_RTR || h->type == QUAY_PKT_DISABLE_ANY ? (uint8_t)h->flags : 0;
+    m->slot = h->slot;
 }
 
 umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq)
@@ -128,8 +129,12 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
     if (needs_reply && !ctrl_space(e))
         return QUAY_EAGAIN;
 
-    if (env->type == QUAY_PKT_RTR || env->type == QUAY_PKT_SC) {
-        int rc = env->type == QUAY_PKT_RTR ? rtr_on_rtr(e, peer, env) : rtr_on_sc(e, peer, env);
+    if (env->type >= QUAY_PKT_RTR) { /* RTR, SC and arbitration */
+        int rc = env->type == QUAY_PKT_RTR  ? rtr_on_rtr(e, peer, env)
+                 : env->type == QUAY_PKT_SC ? rtr_on_sc(e, peer, env)
+                                            : arb_on_packet(e, peer, env);
+        if (rc == QUAY_EAGAIN)
+            return rc; /* no room to answer: nothing changed */
         if (held != NULL) {
             if (rc != 0)
                 e->st.pkts_rejected++; /* consumed: its turn is over */
@@ -156,6 +161,8 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             return 0;
         }
         quay_req *r = match_find_posted(e, c, env->src, env->tag);
+        if (r != NULL && (r->flags & RF_ANY_CLAIMED))
+            return QUAY_EAGAIN; /* its first match waits on a claim */
         if (r != NULL) {
             match_remove_posted(e, r);
             if (e->trace_fn)

@@ -20,11 +20,59 @@ static size_t hdr_len_of(uint8_t type, uint16_t flags)
     case QUAY_PKT_FIN: return WIRE_FIN_LEN;
     case QUAY_PKT_RTR: return WIRE_RTR_LEN;
     case QUAY_PKT_SC: return WIRE_SC_LEN;
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY: return WIRE_ANY_LEN;
     case QUAY_PKT_DATA: return WIRE_DATA_LEN;
     case QUAY_PKT_ACK: return WIRE_ACK_LEN;
     case QUAY_PKT_CANCEL_REQ: return WIRE_CANCEL_REQ_LEN;
     case QUAY_PKT_CANCEL_REP: return WIRE_CANCEL_REP_LEN;
     default: return 0;
+    }
+}
+
+/* The arbitration packets share one layout; each type says which fields
+ * it uses, and the rest must be zero. */
+static int any_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    h->seq = wire_get32(b + 4);
+    h->ctx = wire_get32(b + 8);
+    h->src = (int32_t)wire_get32(b + 12);
+    h->tag = (int32_t)wire_get32(b + 16);
+    h->rreq = wire_get32(b + 20);
+    h->sreq = wire_get32(b + 24);
+    h->slot = wire_get32(b + 28);
+    h->len = wire_get64(b + 32);
+    h->key = wire_get64(b + 40);
+    if (payload != 0 || h->src < 0)
+        return -1;
+    switch (h->type) {
+    case QUAY_PKT_ENA_ANY: /* a pattern: tag or ANY_TAG */
+        return h->flags != 0 || h->tag < QUAY_ANY_TAG || h->slot == 0 || h->rreq != 0 ||
+                       h->sreq != 0 || h->len != 0 || h->key != 0
+                   ? -1
+                   : 0;
+    case QUAY_PKT_ANY_FLAG: /* an envelope: a real tag, the send's length */
+        return h->flags != 0 || h->tag < 0 || h->slot == 0 || h->sreq == 0 || h->rreq != 0 ||
+                       h->key != 0
+                   ? -1
+                   : 0;
+    case QUAY_PKT_RTR_ANY: /* the receive, its capacity and key */
+        return h->flags != 0 || h->tag != 0 || h->rreq == 0 || h->sreq == 0 || h->slot != 0
+                   ? -1
+                   : 0;
+    case QUAY_PKT_UNA_ANY:
+        return h->flags != 0 || h->tag != 0 || h->rreq == 0 || h->sreq == 0 || h->slot != 0 ||
+                       h->len != 0 || h->key != 0
+                   ? -1
+                   : 0;
+    default: /* DISABLE_ANY: a flag's send (may drop) or none (drops) */
+        return (h->flags & ~WIRE_F_DROP) || (h->sreq == 0 && h->flags != 0) || h->tag != 0 ||
+                       h->slot == 0 || h->rreq != 0 || h->len != 0 || h->key != 0
+                   ? -1
+                   : 0;
     }
 }
 
@@ -122,6 +170,12 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
              h->status != QUAY_ESTATE))
             return QUAY_EPROTO;
         return (int)hl;
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY:
+        return any_decode(b, payload, h) == 0 ? (int)hl : QUAY_EPROTO;
     case QUAY_PKT_DATA:
         if (h->flags != 0 || payload == 0)
             return QUAY_EPROTO;
@@ -214,6 +268,21 @@ size_t wire_encode(const wire_hdr *h, uint8_t *o)
         wire_put32(o + 24, h->rreq);
         wire_put32(o + 28, (uint32_t)h->status);
         wire_put64(o + 32, h->len);
+        break;
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY:
+        wire_put32(o + 4, h->seq);
+        wire_put32(o + 8, h->ctx);
+        wire_put32(o + 12, (uint32_t)h->src);
+        wire_put32(o + 16, (uint32_t)h->tag);
+        wire_put32(o + 20, h->rreq);
+        wire_put32(o + 24, h->sreq);
+        wire_put32(o + 28, h->slot);
+        wire_put64(o + 32, h->len);
+        wire_put64(o + 40, h->key);
         break;
     case QUAY_PKT_DATA:
         wire_put32(o + 4, h->rreq);

@@ -23,6 +23,7 @@
 #define WIRE_FIN_LEN 16
 #define WIRE_RTR_LEN 48
 #define WIRE_SC_LEN 40
+#define WIRE_ANY_LEN 48    /* ENA_ANY, ANY_FLAG, RTR_ANY, UNA_ANY, DISABLE_ANY */
 #define WIRE_DATA_LEN 16
 #define WIRE_ACK_LEN 12
 #define WIRE_CANCEL_REQ_LEN 20
@@ -46,6 +47,10 @@
  * CANCEL_REP). Neither: a new delegation. */
 #define WIRE_F_REVOKE 0x1u
 #define WIRE_F_CANCEL 0x2u
+/* DISABLE_ANY declining a flag: drop the announcement too (the pattern
+ * has no receive pending). A DISABLE_ANY without a flag (sreq 0) always
+ * drops it. */
+#define WIRE_F_DROP 0x1u
 /* CANCEL_REP: the verdict is for a receive (an RTR cancel), not a send. */
 #define WIRE_F_FOR_RECV 0x1u
 
@@ -70,6 +75,8 @@ typedef struct wire_hdr {
     uint64_t key;    /* RTS, CTS with WIRE_F_KEY, RTR: a registered-memory key */
     uint32_t x;      /* RTR: the receiver's next expected sequence number
                         from the sender when it sent the RTR */
+    uint32_t slot;   /* ENA_ANY, ANY_FLAG, DISABLE_ANY: the announcement
+                        (the receiver's slot index + 1 | generation << 8) */
 } wire_hdr;
 
 /**

@@ -21,7 +21,7 @@
 
 #include "flowctl/crc32c.h"
 
-#define SNAP_VERSION 2u
+#define SNAP_VERSION 3u
 #define SNAP_NONE UINT32_MAX
 #define SNAP_HDR_LEN 16u /* magic 8, version 4, total length 4 */
 
@@ -235,7 +235,7 @@ static void sx_ident(snap *s)
     quay_engine *e = s->e;
     const quay_config *c = &e->cfg;
     /* Every field that shapes the state or the wire, as saved. */
-    uint64_t v[28] = {
+    uint64_t v[30] = {
         (uint64_t)(uint32_t)c->rank, (uint64_t)(uint32_t)c->nranks, e->chan_id,
         c->channels, c->flags, c->seed, c->eager_max, c->frag_size,
         c->pipeline_depth, c->max_packet, c->max_requests, c->max_unexpected,
@@ -243,14 +243,15 @@ static void sx_ident(snap *s)
         c->reorder_window, c->transport_caps, c->flow, c->flow_window,
         c->rto_init_ns, c->rto_max_ns, c->retry_limit, c->flow_credits,
         c->max_regions, c->rndv_mode, c->rtr, c->rtr_per_peer,
+        c->rtr_any, c->any_slots,
     };
-    uint32_t n = 28;
+    uint32_t n = 30;
     sx_u32(s, &n);
-    if (s->mode != SNAP_SAVE && s->err == 0 && n != 28) {
+    if (s->mode != SNAP_SAVE && s->err == 0 && n != 30) {
         s->err = QUAY_EFOREIGN;
         return;
     }
-    for (uint32_t i = 0; i < 28; i++) {
+    for (uint32_t i = 0; i < 30; i++) {
         uint64_t x = v[i];
         sx_u64(s, &x);
         if (s->mode != SNAP_SAVE && s->err == 0 && x != v[i])
@@ -465,16 +466,17 @@ static int req_state_ok(const quay_req *r)
     if (r->state == QUAY_RS_DONE)
         return 1;
     if (r->kind == RK_SEND)
-        return r->state >= QUAY_RS_SEND_EAGER && r->state <= QUAY_RS_SEND_CANCEL;
+        return r->state >= QUAY_RS_SEND_EAGER && r->state <= QUAY_RS_SEND_QUEUED;
     if (r->kind == RK_RDMA)
         return r->state == QUAY_RS_RDMA;
-    return r->state >= QUAY_RS_RECV_POSTED && r->state <= QUAY_RS_RECV_RTR;
+    return r->state >= QUAY_RS_RECV_POSTED && r->state <= QUAY_RS_RECV_ANY;
 }
 
 /* In the posted queue (delegated or not). */
 static int req_posted(const quay_req *r)
 {
-    return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR;
+    return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR ||
+           r->state == QUAY_RS_RECV_ANY;
 }
 
 /* An internal region key of this channel, live in the blob (CHECK). */
@@ -494,9 +496,27 @@ static int req_rdma_ok(const snap *s, const quay_req *r)
     if (r->state == QUAY_RS_RECV_RTR &&
         (r->lkey == 0 || r->rank < 0 || s->e->rtr_pool == NULL))
         return 0; /* delegated: a specific source, its buffer exposed */
+    /* Arbitration: an announced wildcard exposes its buffer and names its
+     * slot; a claim names its sender; flags and queues need it on. */
+    if (r->state == QUAY_RS_RECV_ANY &&
+        (r->lkey == 0 || r->rank != QUAY_ANY_SOURCE || s->e->aslots == NULL ||
+         r->slot == 0 || r->slot > s->e->cfg.any_slots ||
+         ((r->flags & RF_ANY_CLAIMED) && (r->peer < 0 || r->peer == s->e->rank))))
+        return 0;
+    if (r->state != QUAY_RS_RECV_ANY && r->kind == RK_RECV && r->slot != 0)
+        return 0;
+    if ((r->flags & RF_ANY_CLAIMED) && r->state != QUAY_RS_RECV_ANY)
+        return 0;
+    if ((r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) &&
+        (s->e->aslots == NULL || r->peer < 0 || r->peer == s->e->rank ||
+         (r->flags & (RF_ON_RDMAQ | RF_RNDV))))
+        return 0;
+    if ((r->flags & RF_ANY_CANCEL) && r->state != QUAY_RS_SEND_ANY)
+        return 0;
     int saved = r->state == QUAY_RS_SEND_CANCEL ? r->saved_state : r->state;
     if (r->lkey != 0 && !(((r->flags & RF_GET_OFFER) && saved == QUAY_RS_SEND_RTS) ||
-                          r->state == QUAY_RS_RECV_PUT || r->state == QUAY_RS_RECV_RTR))
+                          r->state == QUAY_RS_RECV_PUT || r->state == QUAY_RS_RECV_RTR ||
+                          r->state == QUAY_RS_RECV_ANY))
         return 0;
     if (r->lkey != 0 && !lkey_ok(s, r->lkey))
         return 0;
@@ -611,6 +631,7 @@ static void sx_req(snap *s, quay_req *r, uint32_t *ci, uint32_t *boff)
     sx_u64(s, &r->rkey);
     sx_u64(s, &r->roff);
     sx_u64(s, &r->lkey);
+    sx_u32(s, &r->slot);
     sx_u32(s, boff);
 }
 
@@ -811,6 +832,7 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     sx_u32(s, &m->x);
     sx_i32(s, &m->status);
     sx_u8(s, &m->rflags);
+    sx_u32(s, &m->slot);
     sx_u32(s, &ci);
     sx_u8(s, &has_data);
     if (s->mode == SNAP_SAVE) {
@@ -823,14 +845,16 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     int need_comm = list == ML_UNEXP || list == ML_TAKEN;
     if (s->err != 0 || idx >= e->nmsgs ||
         (m->type != QUAY_PKT_EAGER && m->type != QUAY_PKT_RTS &&
-         m->type != QUAY_PKT_CANCEL_REQ && m->type != QUAY_PKT_RTR &&
-         m->type != QUAY_PKT_SC) ||
-        /* receiver-initiated packets wait only for their turn */
-        ((m->type == QUAY_PKT_RTR || m->type == QUAY_PKT_SC) && list != ML_HELD) ||
+         m->type != QUAY_PKT_CANCEL_REQ &&
+         (m->type < QUAY_PKT_RTR || m->type > QUAY_PKT_DISABLE_ANY)) ||
+        /* receiver-initiated and arbitration packets wait only for their
+         * turn */
+        (m->type >= QUAY_PKT_RTR && list != ML_HELD) ||
         (m->rflags & ~(uint32_t)(WIRE_F_REVOKE | WIRE_F_CANCEL)) ||
         (m->flags & ~UMF_ALL) || m->peer < 0 || m->peer >= e->nranks ||
         ((m->flags & (UMF_KEY | UMF_PUT_OK)) && m->type != QUAY_PKT_RTS) ||
-        (!(m->flags & UMF_KEY) && m->type != QUAY_PKT_RTR && m->key != 0) ||
+        (!(m->flags & UMF_KEY) && m->type != QUAY_PKT_RTR && m->type != QUAY_PKT_RTR_ANY &&
+         m->key != 0) ||
         ((m->flags & UMF_CREDIT) && (e->flow != QUAY_FLOW_CREDIT || m->peer == e->rank)) ||
         has_data > 1 || has_data != eager_data ||
         (has_data && m->len > e->cfg.unexpected_bytes_max - s->ubytes) ||
@@ -1027,7 +1051,7 @@ static void sx_out(snap *s, qout *src, int32_t peer, uint32_t *room)
     raw(s, OUT_HDR(o), o->hdr_len);
     if (s->mode == SNAP_SAVE)
         return;
-    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_SC ||
+    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_DISABLE_ANY ||
         o->hdr_len == 0 || bad_index(ri, e->nreqs, 1) ||
         o->payload_len > e->cfg.max_packet - o->hdr_len ||
         (ri == SNAP_NONE && o->payload_len != 0) || *room == 0) {
@@ -1181,11 +1205,88 @@ static void sx_rtr_ent(snap *s, rtr_ent *t)
     sx_u32(s, &t->rreq);
     sx_u32(s, &t->x);
     sx_u8(s, &t->live);
+    sx_u8(s, &t->any);
     sx_u64(s, &t->cap);
     sx_u64(s, &t->key);
     if (s->mode != SNAP_SAVE && (t->src < 0 || t->tag < QUAY_ANY_TAG || t->rreq == 0 ||
-                                 t->live > 1))
+                                 t->live > 1 || t->any > 1 ||
+                                 (t->any && (s->e->aslots == NULL || !t->live || t->cap != 0 ||
+                                             t->key != 0 || ANY_IDX(t->rreq) >= 255u))))
         corrupt(s);
+}
+
+/* Arbitration: the announced patterns and who holds them. Flags and
+ * queued sends are request states: rebuilt from the requests. */
+static void sx_arb(snap *s)
+{
+    quay_engine *e = s->e;
+    if (e->aslots == NULL || s->err != 0)
+        return;
+    int apply = s->mode == SNAP_APPLY;
+    uint32_t nw = e->any_words;
+    for (uint32_t i = 0; i < e->cfg.any_slots && s->err == 0; i++) {
+        any_slot t = e->aslots[i];
+        sx_u32(s, &t.ctx);
+        sx_i32(s, &t.tag);
+        sx_i32(s, &t.src);
+        sx_u32(s, &t.gen);
+        sx_u32(s, &t.npending);
+        sx_u64(s, &t.used);
+        sx_u8(s, &t.in_use);
+        for (uint32_t w = 0; w < nw; w++) {
+            uint64_t b = e->aslot_bits[(size_t)i * nw + w];
+            sx_u64(s, &b);
+            if (s->mode != SNAP_SAVE && w == nw - 1 && (e->nranks & 63) != 0 &&
+                (b >> (e->nranks & 63)) != 0)
+                corrupt(s); /* bits past the last rank */
+            if (apply)
+                e->aslot_bits[(size_t)i * nw + w] = b;
+        }
+        if (s->mode == SNAP_SAVE)
+            continue;
+        /* The receives that use a slot say how many it has. */
+        uint32_t users = 0;
+        if (apply)
+            for (uint32_t k = 0; k < e->nreqs; k++)
+                users += e->reqs[k].state == QUAY_RS_RECV_ANY && e->reqs[k].slot == i + 1;
+        if (t.in_use > 1 || t.gen > 0xFFFFFFu || t.src < 0 || t.tag < QUAY_ANY_TAG ||
+            (!t.in_use && t.npending != 0) || t.npending > e->nreqs ||
+            (apply && users != t.npending))
+            corrupt(s);
+        else if (apply)
+            e->aslots[i] = t;
+    }
+    if (!apply || s->err != 0)
+        return;
+    /* Per peer: its send whose flag is out, its queued sends in order. */
+    quay_req **order = NULL;
+    uint32_t nq = 0;
+    for (uint32_t k = 0; k < e->nreqs; k++)
+        nq += e->reqs[k].state == QUAY_RS_SEND_QUEUED;
+    if (nq != 0 && (order = qalloc(e, (size_t)nq * sizeof *order)) == NULL) {
+        s->err = QUAY_ENOMEM;
+        return;
+    }
+    nq = 0;
+    for (uint32_t k = 0; k < e->nreqs; k++) {
+        quay_req *r = &e->reqs[k];
+        if (r->state == QUAY_RS_SEND_QUEUED) {
+            order[nq++] = r;
+        } else if (r->state == QUAY_RS_SEND_ANY) {
+            if (e->peers[r->peer].any_send != NULL)
+                corrupt(s); /* one flag per peer */
+            e->peers[r->peer].any_send = r;
+        }
+    }
+    if (nq > 1)
+        qsort(order, nq, sizeof *order, cmp_stamp);
+    for (uint32_t k = 0; k < nq; k++) {
+        peer_state *ps = &e->peers[order[k]->peer];
+        if (ps->any_send == NULL && ql_empty(&ps->any_waitq))
+            corrupt(s); /* nothing to wait behind */
+        ql_push_tail(&ps->any_waitq, &order[k]->link);
+    }
+    qfree(e, order);
 }
 
 static void sx_rtr(snap *s)
@@ -1203,9 +1304,12 @@ static void sx_rtr(snap *s)
         memset(&it, 0, sizeof it);
         if (s->mode == SNAP_SAVE)
             it = e->rtrq[(e->rtrq_head + k) % e->rtrq_cap];
+        sx_u8(s, &it.pkt);
         sx_u8(s, &it.flags);
         sx_i32(s, &it.peer);
         sx_u32(s, &it.rreq);
+        sx_u32(s, &it.sreq);
+        sx_u32(s, &it.slot);
         sx_u32(s, &it.ctx);
         sx_i32(s, &it.src);
         sx_i32(s, &it.tag);
@@ -1213,8 +1317,32 @@ static void sx_rtr(snap *s)
         sx_u64(s, &it.key);
         if (s->mode == SNAP_SAVE)
             continue;
-        if ((it.flags != 0 && it.flags != WIRE_F_REVOKE && it.flags != WIRE_F_CANCEL) ||
-            it.peer < 0 || it.peer >= e->nranks || it.peer == e->rank)
+        /* What the item will encode must be a packet wire_decode admits. */
+        int bad = it.peer < 0 || it.peer >= e->nranks || it.peer == e->rank;
+        if (it.pkt == QUAY_PKT_RTR) {
+            bad |= (it.flags != 0 && it.flags != WIRE_F_REVOKE && it.flags != WIRE_F_CANCEL) ||
+                   it.sreq != 0 || it.slot != 0;
+        } else if (it.pkt >= QUAY_PKT_ENA_ANY && it.pkt <= QUAY_PKT_DISABLE_ANY &&
+                   it.pkt != QUAY_PKT_ANY_FLAG && e->aslots != NULL) {
+            wire_hdr h;
+            uint8_t buf[QUAY_MAX_HEADER];
+            memset(&h, 0, sizeof h);
+            h.type = it.pkt;
+            h.flags = it.flags;
+            h.ctx = it.ctx;
+            h.src = it.src;
+            h.tag = it.tag;
+            h.rreq = it.rreq;
+            h.sreq = it.sreq;
+            h.slot = it.slot;
+            h.len = it.cap;
+            h.key = it.key;
+            size_t hl = wire_encode(&h, buf);
+            bad |= wire_decode(buf, hl, &h) < 0;
+        } else {
+            bad = 1;
+        }
+        if (bad)
             corrupt(s);
         else if (apply)
             e->rtrq[(e->rtrq_head + e->rtrq_count++) % e->rtrq_cap] = it;
@@ -1257,6 +1385,7 @@ static void sx_rtr(snap *s)
             ps->rtr_out = out;
         }
     }
+    sx_arb(s);
 }
 
 /* ---- the whole blob ------------------------------------------------------------------ */

@@ -121,7 +121,8 @@ enum {
  */
 void scn_runner_set_rndv(scn_runner *r, int mode);
 /** Receiver-initiated transfers (quay_config.rtr) in the runs of `r`: 1
- *  on (with the RDMA capabilities), 0 off, -1 the scenario's `config rtr=`. */
+ *  on (with the RDMA capabilities), 2 on with ANY_SOURCE arbitration
+ *  (rtr_any), 0 off, -1 the scenario's `config rtr=`. */
 void scn_runner_set_rtr(scn_runner *r, int on);
 /** Parse "default" / "copy" / "get" / "put" / "mixed"; 0 or -1. */
 int scn_rndv_parse(const char *text, int *mode);
@@ -169,6 +170,10 @@ typedef struct scn_outcomes {
     uint64_t retransmits;
     uint64_t nacks;              /**< NACKs sent: a receiver short of room */
     uint64_t dups_dropped;
+    /* ANY_SOURCE arbitration, summed over the engines (quay_stats) */
+    uint64_t any_claimed;        /**< flags that won a wildcard receive */
+    uint64_t any_declined;       /**< flags sent back to the envelope path */
+    uint64_t any_una;            /**< claims declined (send cancelled) */
 } scn_outcomes;
 
 void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);

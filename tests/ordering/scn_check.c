@@ -543,6 +543,9 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     o->retransmits = run->retransmits;
     o->nacks = run->nacks;
     o->dups_dropped = run->dups_dropped;
+    o->any_claimed = run->any_claimed;
+    o->any_declined = run->any_declined;
+    o->any_una = run->any_una;
     for (i = 0; i < run->nmatches; i++) {
         if (s->slots[run->matches[i].slot].kind == SLOT_MRECV)
             continue;

@@ -108,7 +108,8 @@ struct scn {
     nicsim_fault_spec faults; /* config faults=...; zero: none */
     int flow;                 /* config flow=: QUAY_FLOW_NONE / _ACKNACK */
     int rndv;                 /* config rndv=: SCN_RNDV_* (0: copy, no RDMA caps) */
-    int rtr;                  /* config rtr=1: receiver-initiated transfers */
+    int rtr;                  /* config rtr=1: receiver-initiated transfers;
+                                 rtr=2: and ANY_SOURCE arbitration */
 
     scn_comm comms[SCN_MAX_COMMS];
     int ncomms;
@@ -271,6 +272,7 @@ struct scn_runner {
     int complete_actions; /* QUAY_CFG_COMPLETE_ACTIONS in use */
     uint64_t max_steps;
     uint64_t deferred; /* EAGAIN answers in the last run */
+    uint64_t any_claimed, any_declined, any_una; /* arbitration, last run */
     nicsim_fault_spec faults_override; /* scn_runner_set_faults */
     int has_faults_override;
     nicsim_stats net; /* nicsim counters of the last run */

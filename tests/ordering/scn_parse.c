@@ -569,7 +569,7 @@ static int parse_config(parser *p, char **tok, int ntok)
                  strcmp(tok[i], "pipeline_depth") == 0)
             s->depth = (uint32_t)v;
         else if (strcmp(tok[i], "rtr") == 0)
-            s->rtr = v != 0;
+            s->rtr = v > 2 ? 2 : (int)v; /* 2: and ANY_SOURCE arbitration */
         else if (strcmp(tok[i], "max_unexpected") == 0)
             s->max_unexpected = (uint32_t)v;
         else if (strcmp(tok[i], "unexpected_bytes") == 0)

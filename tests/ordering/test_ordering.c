@@ -17,6 +17,7 @@
  *       (GET, PUT, or each rank's mode drawn per seed), replacing the
  *       scenario's `config rndv=`.
  *   --rtr  receiver-initiated transfers (RTR / SC) on every engine.
+ *   --any  the same with ANY_SOURCE arbitration (rtr_any).
  *   --switches  with flow control: context switches (quiesce, stable,
  *       resume) at random points (scn.h scn_runner_set_switches).
  *
@@ -35,7 +36,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: test_ordering [--seeds N] [--seed S] [--exhaustive] "
-            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] "
+            "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] [--any] "
             "[--switches] file.scn ...\n");
 }
 
@@ -115,6 +116,8 @@ int main(int argc, char **argv)
                 return usage(), 2;
         } else if (strcmp(argv[i], "--rtr") == 0) {
             rtr = 1;
+        } else if (strcmp(argv[i], "--any") == 0) {
+            rtr = 2;
         } else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) {
             if (scn_rndv_parse(argv[++i], &rndv) != 0)
                 return usage(), 2;
@@ -211,6 +214,7 @@ int main(int argc, char **argv)
             /* runs in which each outcome occurred at least once */
             uint64_t n_unexp = 0, n_posted = 0, n_scancel = 0, n_slost = 0;
             uint64_t n_rcancel = 0, n_np = 0, n_trunc = 0, n_defer = 0;
+            uint64_t n_claim = 0, n_decl = 0, n_una = 0;
             /* faults the runs went through, summed */
             uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
@@ -244,6 +248,9 @@ int main(int argc, char **argv)
                 n_np += oc.notposted != 0;
                 n_trunc += oc.truncated != 0;
                 n_defer += oc.deferred != 0;
+                n_claim += oc.any_claimed != 0;
+                n_decl += oc.any_declined != 0;
+                n_una += oc.any_una != 0;
             }
             if (rc == 0)
                 printf("# runs with: unexpected-match %" PRIu64
@@ -253,6 +260,10 @@ int main(int argc, char **argv)
                        ", EAGAIN deferral %" PRIu64 "\n",
                        n_unexp, n_posted, n_scancel, n_slost, n_rcancel, n_np,
                        n_trunc, n_defer);
+            if (rc == 0 && (n_claim | n_decl | n_una))
+                printf("# arbitration: runs with a claim %" PRIu64 ", a declined flag %" PRIu64
+                       ", a declined claim (UNA_ANY) %" PRIu64 "\n",
+                       n_claim, n_decl, n_una);
             if (rc == 0 && (f_drop | f_dup | f_corrupt | f_timer | f_nack))
                 printf("# faults survived: %" PRIu64 " drops, %" PRIu64
                        " copies, %" PRIu64 " corrupted; %" PRIu64

@@ -1,0 +1,526 @@
+/*
+ * arbitrate.c — ANY_SOURCE arbitration [MPIN §3.4] (config rtr_any).
+ *
+ * A wildcard receive cannot be delegated to one sender: data must not
+ * move into it before the receiver has chosen whose message it takes.
+ *
+ *   receiver R                               sender P (every member)
+ *   irecv(ANY, t): ENA_ANY(slot, ctx, t) -->  entry in P's RTR table,
+ *     (once per pattern: it stays)            in post order
+ *                                             isend(to R, tag t, large):
+ *                                             the entry is first in line
+ *   match the flag like an envelope     <--  ANY_FLAG(seq, envelope)
+ *   it takes the wildcard receive W:          (later sends to R wait)
+ *     claim W, RTR_ANY(W, cap, key)     -->  write (RDMA_PUT), then
+ *                                        <--  SC: W completes
+ *   anything else (an earlier receive,
+ *     W claimed, W gone): DISABLE_ANY   -->  send the envelope instead
+ *     (DROP: no wildcard of the pattern is pending: forget the entry)
+ *   a claim whose send was cancelled    <--  UNA_ANY: W is free again
+ *   a new pattern, every slot in use: evict an idle one, DISABLE_ANY to
+ *   its holders; all busy: the receive is matched the ordinary way.
+ *
+ * Why it is exactly-once and in MPI order:
+ *  - The flag is sequenced like an envelope and carries one, so R decides
+ *    with its own matcher, in P's send order, against every receive posted
+ *    before (specific, delegated or wildcard) and after: the flag wins W
+ *    only if W is the first posted receive P's message matches.
+ *  - A claimed W stays posted as a barrier: an envelope whose first match
+ *    is W waits (QUAY_EAGAIN / held) until SC completes W or UNA_ANY frees
+ *    it, so no later receive takes a message W could have taken.
+ *  - P has at most one flag out per receiver and queues later sends to it
+ *    (SEND_QUEUED) until R answers: no later message of P overtakes the
+ *    flagged one.
+ *  - A W is announced only under the delegation rule (no undelegated
+ *    receive of its communicator pending) and only if every member can
+ *    hold the entry (bounded tables: rtr_per_peer, any_slots); otherwise
+ *    it stays an ordinary receive (counted any_plain), which keeps later
+ *    receives from being delegated. Envelopes from any sender still match
+ *    an unclaimed W: arbitration is an offer, never a requirement.
+ * The state table is in docs/arbitration.md.
+ */
+#include "engine/internal.h"
+
+#define NO_SLOT UINT32_MAX
+
+static uint64_t *slot_bits(const quay_engine *e, uint32_t i)
+{
+    return e->aslot_bits + (size_t)i * e->any_words;
+}
+static int bit_get(const uint64_t *b, int32_t p) { return (int)((b[p >> 6] >> (p & 63)) & 1u); }
+static void bit_set(uint64_t *b, int32_t p) { b[p >> 6] |= (uint64_t)1 << (p & 63); }
+static void bit_clr(uint64_t *b, int32_t p) { b[p >> 6] &= ~((uint64_t)1 << (p & 63)); }
+
+int arb_init(quay_engine *e)
+{
+    if (!e->cfg.rtr_any)
+        return 0;
+    e->any_words = ((uint32_t)e->nranks + 63) / 64;
+    e->aslots = qalloc(e, (size_t)e->cfg.any_slots * sizeof *e->aslots);
+    e->aslot_bits = qalloc(e, (size_t)e->cfg.any_slots * e->any_words * sizeof(uint64_t));
+    if (e->aslots == NULL || e->aslot_bits == NULL)
+        return QUAY_ENOMEM;
+    memset(e->aslots, 0, (size_t)e->cfg.any_slots * sizeof *e->aslots);
+    arb_reset(e);
+    return 0;
+}
+
+void arb_fini(quay_engine *e)
+{
+    qfree(e, e->aslots);
+    qfree(e, e->aslot_bits);
+    e->aslots = NULL;
+    e->aslot_bits = NULL;
+}
+
+void arb_reset(quay_engine *e)
+{
+    for (int32_t p = 0; p < e->nranks; p++) {
+        e->peers[p].any_send = NULL;
+        ql_init(&e->peers[p].any_waitq);
+    }
+    if (e->aslots == NULL)
+        return;
+    /* Generations go on counting: an id from before never names a slot. */
+    for (uint32_t i = 0; i < e->cfg.any_slots; i++) {
+        any_slot *s = &e->aslots[i];
+        s->in_use = 0;
+        s->npending = 0;
+        s->used = 0;
+    }
+    memset(e->aslot_bits, 0, (size_t)e->cfg.any_slots * e->any_words * sizeof(uint64_t));
+}
+
+/* ---- receiver ------------------------------------------------------------------ */
+
+static uint32_t slot_find(const quay_engine *e, uint32_t ctx, int32_t tag)
+{
+    for (uint32_t i = 0; i < e->cfg.any_slots; i++) {
+        const any_slot *s = &e->aslots[i];
+        if (s->in_use && s->ctx == ctx && s->tag == tag)
+            return i;
+    }
+    return NO_SLOT;
+}
+
+/* A slot for a new pattern: a free one, else the idle one used longest
+ * ago, whose holders are told to drop it. NO_SLOT if every slot has
+ * receives pending or the queue has no room for the withdrawals. */
+static uint32_t slot_take(quay_engine *e, uint32_t ctx, int32_t tag, int32_t myrank)
+{
+    uint32_t best = NO_SLOT;
+    for (uint32_t i = 0; i < e->cfg.any_slots; i++) {
+        const any_slot *s = &e->aslots[i];
+        if (!s->in_use) {
+            best = i;
+            break;
+        }
+        if (s->npending == 0 && (best == NO_SLOT || s->used < e->aslots[best].used))
+            best = i;
+    }
+    if (best == NO_SLOT)
+        return NO_SLOT;
+    any_slot *s = &e->aslots[best];
+    uint64_t *b = slot_bits(e, best);
+    if (s->in_use) {
+        uint32_t holders = 0;
+        for (uint32_t w = 0; w < e->any_words; w++)
+            holders += (uint32_t)__builtin_popcountll(b[w]);
+        if (rtrq_room(e) < holders)
+            return NO_SLOT;
+        for (int32_t p = 0; p < e->nranks; p++) {
+            if (!bit_get(b, p))
+                continue;
+            rtr_item *it = rtrq_push_item(e, QUAY_PKT_DISABLE_ANY, p);
+            it->ctx = s->ctx;
+            it->src = s->src;
+            it->slot = ANY_ID(best, s->gen);
+            e->peers[p].rtr_out--;
+        }
+        memset(b, 0, e->any_words * sizeof *b);
+        e->st.any_evicted++;
+    }
+    s->gen = (s->gen + 1) & 0xFFFFFFu;
+    s->in_use = 1;
+    s->ctx = ctx;
+    s->tag = tag;
+    s->src = myrank;
+    s->npending = 0;
+    return best;
+}
+
+void arb_post(quay_engine *e, quay_req *r)
+{
+    quay_comm *c = r->comm;
+    if (e->aslots == NULL || c->nplain != 0 || c->size < 2)
+        return;
+    uint32_t i = slot_find(e, r->ctx, r->tag);
+    if (i == NO_SLOT)
+        i = slot_take(e, r->ctx, r->tag, c->myrank);
+    if (i == NO_SLOT) {
+        e->st.any_plain++;
+        return;
+    }
+    any_slot *s = &e->aslots[i];
+    uint64_t *b = slot_bits(e, i);
+    /* Every member must hold the announcement: one that does not could
+     * write a receive posted after this one ahead of it. */
+    uint32_t need = 0;
+    for (int32_t m = 0; m < c->size; m++) {
+        int32_t p = c->world[m];
+        if (p == e->rank || e->peers[p].failed || bit_get(b, p))
+            continue;
+        if (e->peers[p].rtr_out >= e->cfg.rtr_per_peer) {
+            e->st.any_plain++;
+            return;
+        }
+        need++;
+    }
+    if (rtrq_room(e) < need ||
+        mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, &r->lkey) != 0) {
+        e->st.any_plain++;
+        return;
+    }
+    for (int32_t m = 0; m < c->size; m++) {
+        int32_t p = c->world[m];
+        if (p == e->rank || e->peers[p].failed || bit_get(b, p))
+            continue;
+        rtr_item *it = rtrq_push_item(e, QUAY_PKT_ENA_ANY, p);
+        it->ctx = r->ctx;
+        it->src = c->myrank;
+        it->tag = r->tag;
+        it->slot = ANY_ID(i, s->gen);
+        e->peers[p].rtr_out++;
+        bit_set(b, p);
+    }
+    e->st.any_announced += need;
+    if (need == 0)
+        e->st.any_reused++;
+    s->npending++;
+    s->used = e->stamp + 1;
+    r->slot = i + 1;
+    req_set_state(e, r, QUAY_RS_RECV_ANY);
+}
+
+void arb_release(quay_engine *e, quay_req *r)
+{
+    mem_release_internal(e, &r->lkey);
+    if (r->slot != 0) {
+        e->aslots[r->slot - 1].npending--;
+        r->slot = 0;
+    }
+}
+
+static void recv_cancelled(quay_engine *e, quay_req *r)
+{
+    match_remove_posted(e, r);
+    arb_release(e, r);
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    r->status.cancelled = 1;
+    r->status.error = QUAY_ECANCELLED;
+    r->status.count = 0;
+    req_complete(e, r);
+}
+
+void arb_cancel(quay_engine *e, quay_req *r)
+{
+    if (r->flags & RF_ANY_CLAIMED)
+        r->flags |= RF_CANCEL_PENDING; /* SC: it was matched; UNA_ANY: cancelled */
+    else
+        recv_cancelled(e, r);
+}
+
+/* A flag: match it as the envelope it carries. */
+static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
+{
+    uint32_t idx = ANY_IDX(m->slot);
+    if (idx >= e->cfg.any_slots)
+        return QUAY_ESTATE;
+    quay_comm *c = comm_lookup(e, m->ctx);
+    if (c != NULL && !comm_src_ok(c, m->src, peer))
+        return QUAY_ESTATE;
+    if (rtrq_room(e) == 0)
+        return QUAY_EAGAIN;
+    quay_req *r = c != NULL ? match_find_posted(e, c, m->src, m->tag) : NULL;
+    if (r != NULL && r->state == QUAY_RS_RECV_ANY && !(r->flags & RF_ANY_CLAIMED)) {
+        r->flags |= RF_ANY_CLAIMED;
+        r->peer = peer;
+        r->sreq = m->sreq;
+        r->msg_len = m->len;
+        r->status.source = m->src;
+        r->status.tag = m->tag;
+        rtr_item *it = rtrq_push_item(e, QUAY_PKT_RTR_ANY, peer);
+        it->ctx = r->ctx;
+        it->src = c->myrank;
+        it->rreq = r->id;
+        it->sreq = m->sreq;
+        it->cap = r->len;
+        it->key = r->lkey;
+        e->st.any_claimed++;
+        return 0;
+    }
+    /* Not for W now: the sender sends its envelope, which our matcher
+     * places (or holds behind a claim). With nothing of the pattern
+     * pending, the sender forgets the announcement too. */
+    any_slot *s = &e->aslots[idx];
+    uint64_t *b = slot_bits(e, idx);
+    rtr_item *it = rtrq_push_item(e, QUAY_PKT_DISABLE_ANY, peer);
+    it->ctx = m->ctx;
+    it->src = c != NULL ? c->myrank : s->src;
+    it->sreq = m->sreq;
+    it->slot = m->slot;
+    if (s->in_use && ANY_ID(idx, s->gen) == m->slot && s->npending == 0 && bit_get(b, peer)) {
+        bit_clr(b, peer);
+        e->peers[peer].rtr_out--;
+        it->flags = WIRE_F_DROP;
+    }
+    e->st.any_declined++;
+    return 0;
+}
+
+static int on_una(quay_engine *e, int32_t peer, const umsg *m)
+{
+    quay_req *r = req_by_id(e, m->rreq);
+    if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_ANY ||
+        !(r->flags & RF_ANY_CLAIMED) || r->peer != peer || r->sreq != m->sreq ||
+        r->ctx != m->ctx)
+        return QUAY_ESTATE;
+    r->flags &= ~(uint32_t)RF_ANY_CLAIMED;
+    r->peer = -1;
+    r->sreq = 0;
+    r->msg_len = 0;
+    r->status.source = QUAY_ANY_SOURCE;
+    r->status.tag = r->tag;
+    e->st.any_una++;
+    if (r->flags & RF_CANCEL_PENDING)
+        recv_cancelled(e, r);
+    /* Else W is free again; envelopes held behind the claim go on. */
+    return 0;
+}
+
+int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m)
+{
+    if (!(r->flags & RF_ANY_CLAIMED) || r->peer != peer || r->sreq != m->sreq ||
+        r->ctx != m->ctx || !comm_src_ok(r->comm, m->src, peer) ||
+        (r->tag != QUAY_ANY_TAG && r->tag != m->tag))
+        return QUAY_ESTATE;
+    match_remove_posted(e, r);
+    if (e->trace_fn)
+        trace_match(e, r, m, peer, m->seq, m->ctx, m->src, m->tag);
+    r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING); /* matched: no cancel */
+    arb_release(e, r);
+    r->msg_len = m->len;
+    r->status.source = m->src;
+    r->status.tag = m->tag;
+    r->status.count = m->len < r->len ? m->len : r->len;
+    if (m->len > r->len)
+        r->status.error = QUAY_ETRUNCATE;
+    if (m->status != 0)
+        r->status.error = m->status;
+    req_complete(e, r);
+    return 0;
+}
+
+void arb_peer_failed(quay_engine *e, int32_t peer)
+{
+    if (e->aslots == NULL)
+        return;
+    peer_state *ps = &e->peers[peer];
+    /* Its sends fail in the caller's sweep; they leave the queue now. */
+    ps->any_send = NULL;
+    qlink *n;
+    while ((n = ql_first(&ps->any_waitq)) != NULL)
+        ql_remove(n);
+    for (uint32_t i = 0; i < e->cfg.any_slots; i++)
+        bit_clr(slot_bits(e, i), peer);
+}
+
+/* ---- sender -------------------------------------------------------------------- */
+
+int arb_must_queue(quay_engine *e, quay_req *r)
+{
+    if (e->aslots == NULL || r->peer == e->rank)
+        return 0;
+    peer_state *ps = &e->peers[r->peer];
+    if (ps->any_send == NULL && ql_empty(&ps->any_waitq))
+        return 0;
+    r->stamp = ++e->stamp; /* order of the queue, for a snapshot */
+    req_set_state(e, r, QUAY_RS_SEND_QUEUED);
+    ql_push_tail(&ps->any_waitq, &r->link);
+    return 1;
+}
+
+int arb_flag(quay_engine *e, quay_req *r, const rtr_ent *t)
+{
+    /* Up to eager_max the envelope carries the data: cheaper than asking. */
+    if (e->aslots == NULL || r->len <= e->cfg.eager_max)
+        return 0;
+    e->peers[r->peer].any_send = r;
+    r->slot = t->rreq;
+    req_set_state(e, r, QUAY_RS_SEND_ANY);
+    txq_add(e, r); /* the flag goes out with r's sequence number */
+    e->st.any_flags++;
+    return 1;
+}
+
+/* The peer answered r's flag: its later sends go, in order, until one of
+ * them raises a flag again. */
+static void release_queue(quay_engine *e, int32_t peer)
+{
+    peer_state *ps = &e->peers[peer];
+    qlink *n;
+    while (ps->any_send == NULL && (n = ql_first(&ps->any_waitq)) != NULL) {
+        quay_req *q = QUAY_CONTAINER_OF(n, quay_req, link);
+        ql_remove(&q->link);
+        send_go(e, q);
+    }
+}
+
+/* r never left (queued), or its flag was declined or its claim refused. */
+static void send_cancelled(quay_engine *e, quay_req *r)
+{
+    r->flags |= RF_CANCELLED;
+    r->flags &= ~(uint32_t)RF_ANY_CANCEL;
+    r->status.cancelled = 1;
+    r->status.error = QUAY_ECANCELLED;
+    r->status.count = 0;
+    r->saved_state = r->state;
+    req_set_state(e, r, QUAY_RS_SEND_CANCEL);
+    req_progress(e, r); /* completes once the flag's op_done is in */
+}
+
+void arb_cancel_send(quay_engine *e, quay_req *r)
+{
+    if (r->state == QUAY_RS_SEND_QUEUED) {
+        ql_remove(&r->link);
+        send_cancelled(e, r);
+    } else {
+        r->flags |= RF_ANY_CANCEL; /* decided by the receiver's answer */
+    }
+}
+
+void arb_detach(quay_engine *e, quay_req *r)
+{
+    peer_state *ps = &e->peers[r->peer];
+    if (r->state == QUAY_RS_SEND_QUEUED) {
+        ql_remove(&r->link);
+    } else if (ps->any_send == r) {
+        ps->any_send = NULL;
+        if (!ps->failed)
+            release_queue(e, r->peer);
+    }
+}
+
+static int find_any(const peer_state *ps, uint32_t id)
+{
+    for (uint32_t i = 0; i < ps->nrtr; i++)
+        if (ps->rtr[i].any && ps->rtr[i].rreq == id)
+            return (int)i;
+    return -1;
+}
+
+static void drop_entry(peer_state *ps, uint32_t i)
+{
+    memmove(&ps->rtr[i], &ps->rtr[i + 1], (size_t)(ps->nrtr - i - 1) * sizeof ps->rtr[0]);
+    ps->nrtr--;
+}
+
+static int on_ena(quay_engine *e, int32_t peer, const umsg *m)
+{
+    peer_state *ps = &e->peers[peer];
+    quay_comm *c = comm_lookup(e, m->ctx);
+    if (c != NULL && !comm_src_ok(c, m->src, peer))
+        return QUAY_ESTATE;
+    if (ANY_IDX(m->slot) >= 255u || ps->nrtr >= e->cfg.rtr_per_peer || find_any(ps, m->slot) >= 0)
+        return QUAY_ESTATE; /* beyond the receiver's quota, or a duplicate */
+    rtr_ent *t = &ps->rtr[ps->nrtr++];
+    memset(t, 0, sizeof *t);
+    t->any = 1;
+    t->live = 1;
+    t->ctx = m->ctx;
+    t->src = m->src;
+    t->tag = m->tag;
+    t->rreq = m->slot;
+    return 0;
+}
+
+/* The answer to our flag must name the send whose flag is out. */
+static quay_req *flagged_send(quay_engine *e, int32_t peer, const umsg *m)
+{
+    quay_req *r = req_by_id(e, m->sreq);
+    if (r == NULL || r != e->peers[peer].any_send || r->kind != RK_SEND ||
+        r->state != QUAY_RS_SEND_ANY || r->ctx != m->ctx || r->rank != m->src)
+        return NULL;
+    return r;
+}
+
+static int on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
+{
+    peer_state *ps = &e->peers[peer];
+    quay_req *r = flagged_send(e, peer, m);
+    if (r == NULL)
+        return QUAY_ESTATE;
+    if ((r->flags & RF_ANY_CANCEL) && rtrq_room(e) == 0)
+        return QUAY_EAGAIN;
+    ps->any_send = NULL;
+    if (r->flags & RF_ANY_CANCEL) {
+        rtr_item *it = rtrq_push_item(e, QUAY_PKT_UNA_ANY, peer);
+        it->ctx = r->ctx;
+        it->src = r->comm->myrank;
+        it->rreq = m->rreq;
+        it->sreq = r->id;
+        send_cancelled(e, r);
+    } else {
+        /* Claimed: write into W, then SC under a new number (the flag
+         * used r's). */
+        r->seq = ps->tx_seq++;
+        ps->tx_unsent++;
+        uint64_t accepted = r->len < m->len ? r->len : m->len;
+        uint32_t frag, nf = rndv_split(accepted, e->cfg.frag_size, &frag);
+        e->st.rtr_used++;
+        rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, m->rreq, m->key, accepted, frag, nf);
+    }
+    release_queue(e, peer);
+    return 0;
+}
+
+static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
+{
+    peer_state *ps = &e->peers[peer];
+    quay_req *r = NULL;
+    if (m->sreq != 0 && (r = flagged_send(e, peer, m)) == NULL)
+        return QUAY_ESTATE;
+    if (m->sreq == 0 || (m->rflags & WIRE_F_DROP)) {
+        int i = find_any(ps, m->slot);
+        if (i < 0)
+            return QUAY_ESTATE; /* we hold every announcement it withdraws */
+        drop_entry(ps, (uint32_t)i);
+    }
+    if (r == NULL)
+        return 0;
+    ps->any_send = NULL;
+    if (r->flags & RF_ANY_CANCEL) {
+        send_cancelled(e, r); /* nothing of it ever reached the receiver */
+    } else {
+        r->seq = ps->tx_seq++;
+        ps->tx_unsent++;
+        r->flags &= ~(uint32_t)RF_ENV_SENT;
+        send_envelope(e, r);
+    }
+    release_queue(e, peer);
+    return 0;
+}
+
+int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m)
+{
+    if (e->aslots == NULL || peer == e->rank)
+        return QUAY_ESTATE;
+    switch (m->type) {
+    case QUAY_PKT_ENA_ANY: return on_ena(e, peer, m);
+    case QUAY_PKT_ANY_FLAG: return on_flag(e, peer, m);
+    case QUAY_PKT_RTR_ANY: return on_rtr_any(e, peer, m);
+    case QUAY_PKT_UNA_ANY: return on_una(e, peer, m);
+    case QUAY_PKT_DISABLE_ANY: return on_disable(e, peer, m);
+    default: return QUAY_ESTATE;
+    }
+}
