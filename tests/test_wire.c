@@ -78,11 +78,45 @@ static size_t spec_hl_f(uint8_t type, unsigned flags)
     case QUAY_PKT_FIN: return 16;
     case QUAY_PKT_RTR: return 48;
     case QUAY_PKT_SC: return 40;
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY: return 48;
     default: return 0;
     }
 }
 
 static size_t spec_hl(uint8_t type) { return spec_hl_f(type, 0); }
+
+/* The arbitration packets' field table in docs/wire.md: per type, which of
+ * the shared fields must be 0 (FZ), non-zero (FN) or may be anything (FA),
+ * the tag rule and the flag bits. */
+enum { FZ, FN, FA };
+enum { TAG_PATTERN, TAG_REAL, TAG_ZERO }; /* >= -1, >= 0, == 0 */
+typedef struct any_rule {
+    uint8_t type;
+    unsigned flags; /* bits allowed */
+    int tag, rreq, sreq, slot, len, key;
+} any_rule;
+static const any_rule ANY_RULES[] = {
+    /*                        flags tag          rreq sreq slot len key */
+    {QUAY_PKT_ENA_ANY,      0, TAG_PATTERN, FZ, FZ, FN, FZ, FZ},
+    {QUAY_PKT_ANY_FLAG,     0, TAG_REAL,    FZ, FN, FN, FA, FZ},
+    {QUAY_PKT_RTR_ANY,      0, TAG_ZERO,    FN, FN, FZ, FA, FA},
+    {QUAY_PKT_UNA_ANY,      0, TAG_ZERO,    FN, FN, FZ, FZ, FZ},
+    {QUAY_PKT_DISABLE_ANY,  1, TAG_ZERO,    FZ, FA, FN, FZ, FZ}, /* DROP 0x1 only with sreq */
+};
+
+static const any_rule *any_rule_of(uint8_t type)
+{
+    for (size_t i = 0; i < sizeof ANY_RULES / sizeof ANY_RULES[0]; i++)
+        if (ANY_RULES[i].type == type)
+            return &ANY_RULES[i];
+    return NULL;
+}
+
+static int field_ok(int rule, uint64_t v) { return rule == FA || (rule == FZ ? v == 0 : v != 0); }
 
 /*
  * docs/wire.md as a predicate: the header length if the packet must be
@@ -166,6 +200,26 @@ static int spec_check(const uint8_t *b, size_t len)
         return st == 0 || st == QUAY_EPEER || st == QUAY_EPROTO || st == QUAY_ESTATE ? (int)hl
                                                                                    : -1;
     }
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY: {
+        /* seq 4, ctx 8, src 12, tag 16, rreq 20, sreq 24, slot 28, len 32, key 40 */
+        const any_rule *ru = any_rule_of(b[1]);
+        int32_t tag = (int32_t)le32(b + 16);
+        uint32_t sreq = le32(b + 24);
+        if ((flags & ~ru->flags) || (flags != 0 && sreq == 0) || pl ||
+            (int32_t)le32(b + 12) < 0)
+            return -1;
+        if (ru->tag == TAG_PATTERN ? tag < -1 : ru->tag == TAG_REAL ? tag < 0 : tag != 0)
+            return -1;
+        if (!field_ok(ru->rreq, le32(b + 20)) || !field_ok(ru->sreq, sreq) ||
+            !field_ok(ru->slot, le32(b + 28)) || !field_ok(ru->len, le64(b + 32)) ||
+            !field_ok(ru->key, le64(b + 40)))
+            return -1;
+        return (int)hl;
+    }
     default: return -1;
     }
 }
@@ -235,6 +289,14 @@ static int same_fields(const wire_hdr *a, const wire_hdr *b)
         return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src && a->tag == b->tag &&
                a->sreq == b->sreq && a->rreq == b->rreq && a->status == b->status &&
                a->len == b->len;
+    case QUAY_PKT_ENA_ANY:
+    case QUAY_PKT_ANY_FLAG:
+    case QUAY_PKT_RTR_ANY:
+    case QUAY_PKT_UNA_ANY:
+    case QUAY_PKT_DISABLE_ANY:
+        return a->seq == b->seq && a->ctx == b->ctx && a->src == b->src && a->tag == b->tag &&
+               a->rreq == b->rreq && a->sreq == b->sreq && a->slot == b->slot &&
+               a->len == b->len && a->key == b->key;
     case QUAY_PKT_DATA: return a->rreq == b->rreq && a->offset == b->offset;
     case QUAY_PKT_ACK:
     case QUAY_PKT_CANCEL_REP: return a->sreq == b->sreq && a->status == b->status;
@@ -276,6 +338,9 @@ static void t_lengths(void)
         {QUAY_PKT_ACK, WIRE_ACK_LEN},    {QUAY_PKT_CANCEL_REQ, WIRE_CANCEL_REQ_LEN},
         {QUAY_PKT_CANCEL_REP, WIRE_CANCEL_REP_LEN}, {QUAY_PKT_FIN, WIRE_FIN_LEN},
         {QUAY_PKT_RTR, WIRE_RTR_LEN},    {QUAY_PKT_SC, WIRE_SC_LEN},
+        {QUAY_PKT_ENA_ANY, WIRE_ANY_LEN}, {QUAY_PKT_ANY_FLAG, WIRE_ANY_LEN},
+        {QUAY_PKT_RTR_ANY, WIRE_ANY_LEN}, {QUAY_PKT_UNA_ANY, WIRE_ANY_LEN},
+        {QUAY_PKT_DISABLE_ANY, WIRE_ANY_LEN},
     };
     for (size_t i = 0; i < COUNT_OF(want); i++) {
         uint8_t out[QUAY_MAX_HEADER];
@@ -297,7 +362,7 @@ static void t_lengths(void)
                "%s with a key is 40 bytes", quay_pkt_name(keyed[i]));
     }
     /* Unknown types encode to nothing. */
-    static const uint8_t bad[] = {0, 11, 255};
+    static const uint8_t bad[] = {0, 16, 17, 255};
     for (size_t i = 0; i < COUNT_OF(bad); i++) {
         uint8_t out[QUAY_MAX_HEADER];
         wire_hdr h = hdr_of(bad[i]);
@@ -424,6 +489,71 @@ static void t_layout(void)
     is_size(wire_encode(&h, out), 40);
     ok(out[1] == 10 && memcmp(out + 4, eager + 4, 24) == 0 &&
        (int32_t)le32(out + 28) == QUAY_EPROTO && le64(out + 32) == 0x2726252423222120ull);
+
+    /* Arbitration, types 11..15, one 48-byte layout: seq 4, ctx 8, src 12,
+     * tag 16, rreq 20, sreq 24, slot 28, len 32, key 40. Each type sets the
+     * fields it uses; the expected bytes are written field by field. */
+    static const struct {
+        uint8_t type, num;
+        uint16_t flags;
+        int32_t tag;
+        uint32_t rreq, sreq, slot;
+        uint64_t len, key;
+        const char *what;
+    } arb[] = {
+        {QUAY_PKT_ENA_ANY, 11, 0, QUAY_ANY_TAG, 0, 0, 0x00abcd01u, 0, 0, "ENA_ANY, ANY_TAG"},
+        {QUAY_PKT_ENA_ANY, 11, 0, 0x100f0e0d, 0, 0, 0xffffffffu, 0, 0, "ENA_ANY, a tag"},
+        {QUAY_PKT_ANY_FLAG, 12, 0, 0x100f0e0d, 0, 0x18171615u, 0x1c1b1a19u,
+         0x2726252423222120ull, 0, "ANY_FLAG"},
+        {QUAY_PKT_RTR_ANY, 13, 0, 0, 0x14131211u, 0x18171615u, 0, 0x2726252423222120ull,
+         0x2f2e2d2c2b2a2928ull, "RTR_ANY"},
+        {QUAY_PKT_UNA_ANY, 14, 0, 0, 0x14131211u, 0x18171615u, 0, 0, 0, "UNA_ANY"},
+        {QUAY_PKT_DISABLE_ANY, 15, WIRE_F_DROP, 0, 0, 0x18171615u, 0x1c1b1a19u, 0, 0,
+         "DISABLE_ANY declining a flag, DROP"},
+        {QUAY_PKT_DISABLE_ANY, 15, 0, 0, 0, 0x18171615u, 0x1c1b1a19u, 0, 0,
+         "DISABLE_ANY declining a flag"},
+        {QUAY_PKT_DISABLE_ANY, 15, 0, 0, 0, 0, 0x1c1b1a19u, 0, 0, "DISABLE_ANY withdrawal"},
+    };
+    for (size_t i = 0; i < COUNT_OF(arb); i++) {
+        h = hdr_of(arb[i].type);
+        h.flags = arb[i].flags;
+        h.seq = 0x04030201u;
+        h.ctx = 0x08070605u;
+        h.src = 0x0c0b0a09;
+        h.tag = arb[i].tag;
+        h.rreq = arb[i].rreq;
+        h.sreq = arb[i].sreq;
+        h.slot = arb[i].slot;
+        h.len = arb[i].len;
+        h.key = arb[i].key;
+        memset(out, 0xee, sizeof out);
+        size_t n = wire_encode(&h, out);
+        uint8_t want[48];
+        memset(want, 0, sizeof want);
+        want[0] = 1;
+        want[1] = arb[i].num;
+        want[2] = (uint8_t)arb[i].flags;
+        memcpy(want + 4, eager + 4, 12); /* seq, ctx, src as above */
+        put32(want + 16, (uint32_t)arb[i].tag);
+        put32(want + 20, arb[i].rreq);
+        put32(want + 24, arb[i].sreq);
+        put32(want + 28, arb[i].slot);
+        put64(want + 32, arb[i].len);
+        put64(want + 40, arb[i].key);
+        ok_msg(n == 48 && memcmp(out, want, 48) == 0, "%s: 48 bytes at the documented offsets",
+               arb[i].what);
+        wire_hdr d;
+        ok_msg(decode_exact(want, 48, &d) == 48 && same_fields(&h, &d) &&
+                   d.seq == 0x04030201u && d.ctx == 0x08070605u && d.src == 0x0c0b0a09 &&
+                   d.tag == arb[i].tag && d.rreq == arb[i].rreq && d.sreq == arb[i].sreq &&
+                   d.slot == arb[i].slot && d.len == arb[i].len && d.key == arb[i].key,
+               "%s: decoded from the documented bytes", arb[i].what);
+    }
+    /* The slot id: (index + 1) in the low byte, the generation above. */
+    h = hdr_of(QUAY_PKT_ENA_ANY);
+    h.slot = 7u << 8 | 3u; /* index 2, generation 7 */
+    wire_encode(&h, out);
+    ok(out[28] == 3 && out[29] == 7 && out[30] == 0 && out[31] == 0);
 }
 
 /* ---- round trips -------------------------------------------------------------- */
@@ -539,6 +669,73 @@ static void t_roundtrip(void)
             roundtrip(&h, NULL, 0, "RTR revoke / cancel");
         }
 
+    /* Arbitration: each type with boundary values in the fields it uses. */
+    static const int32_t pat_tags[] = {QUAY_ANY_TAG, 0, 1, INT32_MAX};
+    static const uint16_t dis_flags[] = {0, WIRE_F_DROP};
+    n = pass = 0;
+    for (size_t a = 0; a < COUNT_OF(u32s); a++)
+        for (size_t t = 0; t < COUNT_OF(pat_tags); t++) {
+            uint32_t nz = u32s[a] ? u32s[a] : 1; /* a field that must not be 0 */
+            uint32_t nz2 = u32s[(a + t + 1) % COUNT_OF(u32s)] ? u32s[(a + t + 1) % COUNT_OF(u32s)]
+                                                               : 2;
+            wire_hdr h = hdr_of(QUAY_PKT_ENA_ANY);
+            h.seq = u32s[a];
+            h.ctx = u32s[COUNT_OF(u32s) - 1 - a];
+            h.src = i32s[t];
+            h.tag = pat_tags[t];
+            h.slot = nz;
+            n++;
+            pass += roundtrip(&h, NULL, 0, "ENA_ANY");
+
+            h = hdr_of(QUAY_PKT_ANY_FLAG);
+            h.seq = u32s[COUNT_OF(u32s) - 1 - a];
+            h.ctx = u32s[a];
+            h.src = i32s[COUNT_OF(i32s) - 1 - t];
+            h.tag = i32s[t];
+            h.sreq = nz;
+            h.slot = nz2;
+            h.len = u64s[(a + t) % COUNT_OF(u64s)];
+            n++;
+            pass += roundtrip(&h, NULL, 0, "ANY_FLAG");
+
+            h = hdr_of(QUAY_PKT_RTR_ANY);
+            h.seq = u32s[a];
+            h.ctx = u32s[(a + t) % COUNT_OF(u32s)];
+            h.src = i32s[t];
+            h.rreq = nz2;
+            h.sreq = nz;
+            h.len = u64s[(a + 2 * t) % COUNT_OF(u64s)];
+            h.key = u64s[(a + t + 3) % COUNT_OF(u64s)];
+            n++;
+            pass += roundtrip(&h, NULL, 0, "RTR_ANY");
+
+            h = hdr_of(QUAY_PKT_UNA_ANY);
+            h.seq = u32s[(a + t) % COUNT_OF(u32s)];
+            h.ctx = u32s[a];
+            h.src = i32s[t];
+            h.rreq = nz;
+            h.sreq = nz2;
+            n++;
+            pass += roundtrip(&h, NULL, 0, "UNA_ANY");
+
+            for (size_t f = 0; f < COUNT_OF(dis_flags); f++) {
+                h = hdr_of(QUAY_PKT_DISABLE_ANY);
+                h.flags = dis_flags[f];
+                h.seq = u32s[a];
+                h.ctx = u32s[COUNT_OF(u32s) - 1 - a];
+                h.src = i32s[t];
+                h.sreq = nz2;
+                h.slot = nz;
+                n++;
+                pass += roundtrip(&h, NULL, 0, "DISABLE_ANY declining a flag");
+            }
+            h.flags = 0;
+            h.sreq = 0;
+            n++;
+            pass += roundtrip(&h, NULL, 0, "DISABLE_ANY withdrawing an announcement");
+        }
+    ok_msg(pass == n, "%d/%d arbitration round trips", pass, n);
+
     /* DATA: any offset, payload 1..300. */
     for (size_t l = 0; l < COUNT_OF(u64s); l++) {
         wire_hdr h = hdr_of(QUAY_PKT_DATA);
@@ -631,6 +828,47 @@ static size_t valid_pkt(uint8_t type, uint8_t *out, size_t cap)
         h.rreq = 6;
         h.len = 7;
         return build(&h, NULL, 0, out, cap);
+    /* Arbitration: every field docs/wire.md lets the type carry is set
+     * (non-zero), the others are 0; DISABLE_ANY declines a flag. */
+    case QUAY_PKT_ENA_ANY:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.tag = 4;
+        h.slot = 0x101;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_ANY_FLAG:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.tag = 4;
+        h.sreq = 5;
+        h.slot = 0x101;
+        h.len = 5000;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_RTR_ANY:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.rreq = 6;
+        h.sreq = 5;
+        h.len = 7;
+        h.key = 8;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_UNA_ANY:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.rreq = 6;
+        h.sreq = 5;
+        return build(&h, NULL, 0, out, cap);
+    case QUAY_PKT_DISABLE_ANY:
+        h.seq = 1;
+        h.ctx = 2;
+        h.src = 3;
+        h.sreq = 5;
+        h.slot = 0x101;
+        return build(&h, NULL, 0, out, cap);
     default: abort();
     }
 }
@@ -665,7 +903,7 @@ static void t_reject_short(void)
 static void t_reject_version_type(void)
 {
     uint8_t b[64];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_DISABLE_ANY; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         accepts(b, n, quay_pkt_name(t));
         static const uint8_t versions[] = {0, 2, 0x81, 255};
@@ -676,7 +914,7 @@ static void t_reject_version_type(void)
         }
     }
     /* Unknown types, with enough bytes for any known header. */
-    static const uint8_t types[] = {0, 11, 12, 0x7f, 0x80, 255};
+    static const uint8_t types[] = {0, 16, 17, 0x7f, 0x80, 255};
     memset(b, 0, sizeof b);
     b[0] = 1;
     for (size_t i = 0; i < COUNT_OF(types); i++) {
@@ -694,7 +932,7 @@ static void t_reject_version_type(void)
 static void t_reject_length(void)
 {
     uint8_t b[80];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_DISABLE_ANY; t++) {
         size_t n = valid_pkt(t, b, sizeof b);
         size_t hl = spec_hl(t);
         /* Truncated by one byte (DATA: its header; a shorter DATA payload
@@ -765,14 +1003,17 @@ static void t_reject_fields(void)
         }
     }
 
-    /* Unknown flag bits: EAGER knows bits 0-1, RTS 0-3, CTS 2, FIN 0;
-     * nothing else. A key bit on RTS / CTS comes with its 8 bytes. */
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++) {
+    /* Unknown flag bits: EAGER knows bits 0-1, RTS 0-3, CTS 2, FIN 0,
+     * CANCEL_REP 0, RTR 0-1, DISABLE_ANY 0 (with a flag's sreq, which
+     * valid_pkt sets); nothing else. A key bit on RTS / CTS comes with its
+     * 8 bytes. */
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_DISABLE_ANY; t++) {
         int all = 1;
         for (int bit = 0; bit < 16; bit++) {
             int allowed = (t == QUAY_PKT_EAGER && bit < 2) || (t == QUAY_PKT_RTS && bit < 4) ||
                           (t == QUAY_PKT_CTS && bit == 2) || (t == QUAY_PKT_FIN && bit == 0) ||
-                          (t == QUAY_PKT_CANCEL_REP && bit == 0);
+                          (t == QUAY_PKT_CANCEL_REP && bit == 0) ||
+                          (t == QUAY_PKT_DISABLE_ANY && bit == 0);
             if (t == QUAY_PKT_RTR && bit < 2) {
                 /* revoke / cancel: valid only without x, cap and key */
                 n = valid_pkt(t, b, sizeof b);
@@ -895,12 +1136,93 @@ static void t_reject_fields(void)
     n = valid_pkt(QUAY_PKT_EAGER, b, sizeof b);
     b[2] = WIRE_F_KEY;
     rejects(b, n, "EAGER with the key flag");
+
+    /* Arbitration packets, field by field (docs/wire.md's table): the
+     * offsets are tag 16, rreq 20, sreq 24, slot 28, len 32, key 40. */
+    static const struct {
+        uint8_t type;
+        size_t off, size;
+        uint64_t v;
+        int accept;
+        const char *what;
+    } arb[] = {
+        {QUAY_PKT_ENA_ANY, 16, 4, (uint32_t)QUAY_ANY_TAG, 1, "ENA_ANY with ANY_TAG"},
+        {QUAY_PKT_ENA_ANY, 16, 4, 0, 1, "ENA_ANY with tag 0"},
+        {QUAY_PKT_ENA_ANY, 16, 4, (uint32_t)-2, 0, "ENA_ANY with tag -2"},
+        {QUAY_PKT_ENA_ANY, 16, 4, 0x80000000u, 0, "ENA_ANY with tag INT32_MIN"},
+        {QUAY_PKT_ENA_ANY, 20, 4, 1, 0, "ENA_ANY with an rreq"},
+        {QUAY_PKT_ENA_ANY, 24, 4, 1, 0, "ENA_ANY with an sreq"},
+        {QUAY_PKT_ENA_ANY, 28, 4, 0, 0, "ENA_ANY with slot 0"},
+        {QUAY_PKT_ENA_ANY, 28, 4, 0x100, 1, "ENA_ANY with slot 0x100 (well formed)"},
+        {QUAY_PKT_ENA_ANY, 32, 8, 1, 0, "ENA_ANY with a len"},
+        {QUAY_PKT_ENA_ANY, 40, 8, 1ull << 63, 0, "ENA_ANY with a key"},
+        {QUAY_PKT_ANY_FLAG, 16, 4, (uint32_t)QUAY_ANY_TAG, 0, "ANY_FLAG with ANY_TAG"},
+        {QUAY_PKT_ANY_FLAG, 16, 4, 0, 1, "ANY_FLAG with tag 0"},
+        {QUAY_PKT_ANY_FLAG, 20, 4, 1, 0, "ANY_FLAG with an rreq"},
+        {QUAY_PKT_ANY_FLAG, 24, 4, 0, 0, "ANY_FLAG with sreq 0"},
+        {QUAY_PKT_ANY_FLAG, 28, 4, 0, 0, "ANY_FLAG with slot 0"},
+        {QUAY_PKT_ANY_FLAG, 32, 8, 0, 1, "ANY_FLAG with len 0"},
+        {QUAY_PKT_ANY_FLAG, 32, 8, UINT64_MAX, 1, "ANY_FLAG with len UINT64_MAX"},
+        {QUAY_PKT_ANY_FLAG, 40, 8, 1, 0, "ANY_FLAG with a key"},
+        {QUAY_PKT_RTR_ANY, 16, 4, 1, 0, "RTR_ANY with a tag"},
+        {QUAY_PKT_RTR_ANY, 16, 4, (uint32_t)QUAY_ANY_TAG, 0, "RTR_ANY with ANY_TAG"},
+        {QUAY_PKT_RTR_ANY, 20, 4, 0, 0, "RTR_ANY with rreq 0"},
+        {QUAY_PKT_RTR_ANY, 24, 4, 0, 0, "RTR_ANY with sreq 0"},
+        {QUAY_PKT_RTR_ANY, 28, 4, 1, 0, "RTR_ANY with a slot"},
+        {QUAY_PKT_RTR_ANY, 32, 8, 0, 1, "RTR_ANY with capacity 0"},
+        {QUAY_PKT_RTR_ANY, 40, 8, 0, 1, "RTR_ANY with key 0 (checked when used)"},
+        {QUAY_PKT_RTR_ANY, 40, 8, UINT64_MAX, 1, "RTR_ANY with key UINT64_MAX"},
+        {QUAY_PKT_UNA_ANY, 16, 4, 1, 0, "UNA_ANY with a tag"},
+        {QUAY_PKT_UNA_ANY, 20, 4, 0, 0, "UNA_ANY with rreq 0"},
+        {QUAY_PKT_UNA_ANY, 24, 4, 0, 0, "UNA_ANY with sreq 0"},
+        {QUAY_PKT_UNA_ANY, 28, 4, 1, 0, "UNA_ANY with a slot"},
+        {QUAY_PKT_UNA_ANY, 32, 8, 1, 0, "UNA_ANY with a len"},
+        {QUAY_PKT_UNA_ANY, 40, 8, 1, 0, "UNA_ANY with a key"},
+        {QUAY_PKT_DISABLE_ANY, 16, 4, 1, 0, "DISABLE_ANY with a tag"},
+        {QUAY_PKT_DISABLE_ANY, 20, 4, 1, 0, "DISABLE_ANY with an rreq"},
+        {QUAY_PKT_DISABLE_ANY, 24, 4, 0, 1, "DISABLE_ANY with sreq 0 (a withdrawal)"},
+        {QUAY_PKT_DISABLE_ANY, 28, 4, 0, 0, "DISABLE_ANY with slot 0"},
+        {QUAY_PKT_DISABLE_ANY, 32, 8, 1, 0, "DISABLE_ANY with a len"},
+        {QUAY_PKT_DISABLE_ANY, 40, 8, 1, 0, "DISABLE_ANY with a key"},
+    };
+    for (size_t i = 0; i < COUNT_OF(arb); i++) {
+        n = valid_pkt(arb[i].type, b, sizeof b);
+        if (arb[i].size == 4)
+            put32(b + arb[i].off, (uint32_t)arb[i].v);
+        else
+            put64(b + arb[i].off, arb[i].v);
+        if (arb[i].accept)
+            accepts(b, n, arb[i].what);
+        else
+            rejects(b, n, arb[i].what);
+    }
+    for (uint8_t t = QUAY_PKT_ENA_ANY; t <= QUAY_PKT_DISABLE_ANY; t++) {
+        for (size_t i = 0; i < COUNT_OF(neg); i++) {
+            n = valid_pkt(t, b, sizeof b);
+            put32(b + 12, (uint32_t)neg[i]);
+            ok_msg(decode_exact(b, n, NULL) == QUAY_EPROTO, "%s src %d", quay_pkt_name(t),
+                   neg[i]);
+        }
+        n = valid_pkt(t, b, sizeof b);
+        b[n] = 0;
+        rejects(b, n + 1, "arbitration packet with a payload byte");
+    }
+    /* DROP needs the flag's send; without DROP a withdrawal has none. */
+    n = valid_pkt(QUAY_PKT_DISABLE_ANY, b, sizeof b);
+    b[2] = WIRE_F_DROP;
+    accepts(b, n, "DISABLE_ANY with DROP and an sreq");
+    put32(b + 24, 0);
+    rejects(b, n, "DISABLE_ANY with DROP and sreq 0");
+    b[2] = WIRE_F_DROP | 2;
+    put32(b + 24, 5);
+    rejects(b, n, "DISABLE_ANY with flag 0x2");
 }
 
 /* ---- seeded random ----------------------------------------------------------------- */
 
 typedef struct fuzz_stats {
     long runs, accepted, verdict_mismatch, reencode_mismatch;
+    long accepted_any; /* of them arbitration packets (types 11..15) */
 } fuzz_stats;
 
 static void fuzz_one(const uint8_t *b, size_t len, fuzz_stats *fs)
@@ -917,6 +1239,7 @@ static void fuzz_one(const uint8_t *b, size_t len, fuzz_stats *fs)
     }
     if (rc > 0) {
         fs->accepted++;
+        fs->accepted_any += b[1] >= QUAY_PKT_ENA_ANY && b[1] <= QUAY_PKT_DISABLE_ANY;
         uint8_t again[QUAY_MAX_HEADER];
         size_t hl = wire_encode(&h, again);
         if (hl != (size_t)rc || memcmp(again, b, hl) != 0) {
@@ -929,7 +1252,7 @@ static void fuzz_one(const uint8_t *b, size_t len, fuzz_stats *fs)
 static void t_random_strings(void)
 {
     rng r = {0x9e3779b97f4a7c15ull};
-    fuzz_stats fs = {0, 0, 0, 0};
+    fuzz_stats fs = {0, 0, 0, 0, 0};
     uint8_t b[80];
     for (int i = 0; i < 100000; i++) {
         size_t len = rng_below(&r, 81);
@@ -941,7 +1264,7 @@ static void t_random_strings(void)
         if (len >= 1 && (coin & 3) != 0)
             b[0] = WIRE_VERSION;
         if (len >= 2 && (coin & 12) != 0)
-            b[1] = (uint8_t)(1 + rng_below(&r, 8));
+            b[1] = (uint8_t)(1 + rng_below(&r, 16)); /* 1..15 and 16 (unknown) */
         if (len >= 4 && (coin & 0x30) != 0) {
             b[2] = (uint8_t)((coin & 0x40) ? rng_below(&r, 4) : 0);
             b[3] = 0;
@@ -959,27 +1282,49 @@ static void t_random_strings(void)
             len = 12;
             put32(b + 8, b[1] == QUAY_PKT_ACK ? (uint32_t)QUAY_ENOTPOSTED : 1);
         }
+        /* Arbitration packets: exactly 48 bytes, src >= 0, flags 0 or
+         * 0x1, each later field zeroed with probability 1/2 (most of them
+         * must be 0 for some type). */
+        if (len >= 4 && b[1] >= QUAY_PKT_ENA_ANY && b[1] <= QUAY_PKT_DISABLE_ANY &&
+            (coin & 0x3000) != 0) {
+            static const size_t offs[] = {16, 20, 24, 28, 32, 40};
+            static const size_t sizes[] = {4, 4, 4, 4, 8, 8};
+            uint32_t z = (uint32_t)rng_next(&r);
+            for (size_t k = len; k < 48; k++)
+                b[k] = (uint8_t)rng_next(&r);
+            len = 48;
+            b[2] &= 1;
+            b[3] = 0;
+            b[15] &= 0x7f;
+            for (size_t k = 0; k < COUNT_OF(offs); k++)
+                if (z >> k & 1u)
+                    memset(b + offs[k], 0, sizes[k]);
+        }
         fuzz_one(b, len, &fs);
     }
-    note("%ld random strings, %ld accepted", fs.runs, fs.accepted);
+    note("%ld random strings, %ld accepted (%ld arbitration)", fs.runs, fs.accepted,
+         fs.accepted_any);
     is_int(fs.runs, 100000);
     is_int(fs.verdict_mismatch, 0);
     is_int(fs.reencode_mismatch, 0);
     ok_msg(fs.accepted >= 1000, "random strings reached acceptance (%ld)", fs.accepted);
+    ok_msg(fs.accepted_any >= 100, "random arbitration packets reached acceptance (%ld)",
+           fs.accepted_any);
 }
 
 static void t_random_mutations(void)
 {
     rng r = {0x243f6a8885a308d3ull};
-    fuzz_stats fs = {0, 0, 0, 0};
-    uint8_t base[10][80];
-    size_t blen[10];
-    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_SC; t++)
+    fuzz_stats fs = {0, 0, 0, 0, 0};
+    enum { NTYPES = QUAY_PKT_DISABLE_ANY };
+    uint8_t base[NTYPES][80];
+    size_t blen[NTYPES];
+    for (uint8_t t = QUAY_PKT_EAGER; t <= QUAY_PKT_DISABLE_ANY; t++)
         blen[t - 1] = valid_pkt(t, base[t - 1], sizeof base[0]);
     uint8_t b[96];
     long rejected = 0;
     for (int i = 0; i < 100000; i++) {
-        int t = (int)rng_below(&r, 10);
+        int t = (int)rng_below(&r, NTYPES);
         size_t len = blen[t];
         memcpy(b, base[t], len);
         uint32_t how = rng_below(&r, 10);
@@ -1001,10 +1346,12 @@ static void t_random_mutations(void)
         fuzz_one(b, len, &fs);
         rejected += fs.accepted == before;
     }
-    note("%ld mutations: %ld accepted, %ld rejected", fs.runs, fs.accepted, rejected);
+    note("%ld mutations: %ld accepted (%ld arbitration), %ld rejected", fs.runs, fs.accepted,
+         fs.accepted_any, rejected);
     is_int(fs.verdict_mismatch, 0);
     is_int(fs.reencode_mismatch, 0);
     ok(fs.accepted > 10000 && rejected > 10000);
+    ok_msg(fs.accepted_any > 2000, "mutated arbitration packets accepted (%ld)", fs.accepted_any);
 }
 
 int main(void)
