@@ -1819,6 +1819,374 @@ static void t_rdma_out_of_state(void)
     subtest("PUT offer declined", rdma_put_declined_case);
 }
 
+/* ---- ANY_SOURCE arbitration: packets out of state ------------------------------------ */
+
+/* n engines with receiver-initiated transfers (rtr) and, with `any`,
+ * ANY_SOURCE arbitration; the transport has RDMA_PUT and RDMA_GET. */
+static int setup_arb(int n, uint32_t rtr, uint32_t any, uint32_t per_peer, uint32_t slots)
+{
+    quay_config c[TN_MAX_RANKS];
+    for (int r = 0; r < n; r++) {
+        tn_config(&c[r], r, n);
+        c[r].transport_caps = QUAY_CAP_RDMA_PUT | QUAY_CAP_RDMA_GET;
+        c[r].rtr = rtr;
+        c[r].rtr_any = any;
+        c[r].rtr_per_peer = per_peer;
+        c[r].any_slots = slots;
+    }
+    return setup_each(n, c, 1);
+}
+
+/* An arbitration packet (shared layout) from `from` to `to`, carrying the
+ * sequence number `to` expects next from `from`: it is processed at once,
+ * not held, and a rejection leaves that number to the real packet. */
+static wire_hdr arbp(uint8_t type, int to, int from, uint32_t ctx, int32_t src, int32_t tag,
+                     uint32_t rreq, uint32_t sreq, uint32_t slot, uint64_t len, uint64_t key)
+{
+    wire_hdr h = mk(type);
+    h.seq = T.e[to]->peers[from].rx_seq;
+    h.ctx = ctx;
+    h.src = src;
+    h.tag = tag;
+    h.rreq = rreq;
+    h.sreq = sreq;
+    h.slot = slot;
+    h.len = len;
+    h.key = key;
+    return h;
+}
+
+/* An SC from `from` to `to`, in its turn. */
+static wire_hdr scp(int to, int from, uint32_t ctx, int32_t src, int32_t tag, uint32_t sreq,
+                    uint32_t rreq, uint64_t len)
+{
+    wire_hdr h = mk(QUAY_PKT_SC);
+    h.seq = T.e[to]->peers[from].rx_seq;
+    h.ctx = ctx;
+    h.src = src;
+    h.tag = tag;
+    h.sreq = sreq;
+    h.rreq = rreq;
+    h.len = len;
+    return h;
+}
+
+/*
+ * Rank 0 (R) receives with ANY_SOURCE, rank 1 (P) sends, rank 2 is a third
+ * member that only forges; rtr_per_peer 2, any_slots 2. Forged, well-formed
+ * ENA_ANY, ANY_FLAG, RTR_ANY, UNA_ANY, DISABLE_ANY and SC in every state of
+ * the exchange (announced, table full, flag in flight, claim in flight,
+ * written), each in its turn; then the real exchange and further wildcard
+ * transfers complete.
+ */
+static void arb_states_case(void)
+{
+    if (!setup_arb(3, 1, 1, 2, 2))
+        return;
+    static uint8_t sb[2000], rb1[2000], rb2[2000], rb3[2000], s99b[1000], r99b[1000];
+    tn_fill(sb, sizeof sb, 70);
+    tn_fill(s99b, sizeof s99b, 71);
+    quay_req *w1, *w2, *w3, *s1, *s2, *s3, *s99, *r99;
+    wire_hdr h;
+    peer_state *p_of_r = &T.e[1]->peers[0]; /* P's view of R */
+
+    /* R announces (ANY_SOURCE, 1): ENA_ANY to P, which keeps it. */
+    is_int(quay_irecv(T.e[0], T.world[0], rb1, sizeof rb1, QUAY_ANY_SOURCE, 1, &w1), 0);
+    is_int(w1->state, QUAY_RS_RECV_ANY);
+    tn_pull_all(&T);
+    int i = find(QUAY_PKT_ENA_ANY, 0, 1);
+    wire_hdr ena;
+    memset(&ena, 0, sizeof ena);
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &ena) == WIRE_ANY_LEN &&
+               ena.ctx == 0 && ena.src == 0 && ena.tag == 1 && (ena.slot & 0xFFu) == 1,
+           "ENA_ANY(ctx 0, src 0, tag 1, slot index 0) to the sender");
+    tn_pump(&T);
+    uint32_t A = ena.slot;
+    ok_msg(p_of_r->nrtr == 1 && p_of_r->rtr[0].any && p_of_r->rtr[0].rreq == A,
+           "the sender holds the announcement");
+
+    /* ENA_ANY at the sender. */
+    h = arbp(QUAY_PKT_ENA_ANY, 1, 0, 0, 0, 1, 0, 0, A, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY repeating a held announcement id");
+    h.tag = 5;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY with a held id, another pattern");
+    h = arbp(QUAY_PKT_ENA_ANY, 1, 0, 0, 1, 3, 0, 0, A + 1, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY from peer 0 claiming comm rank 1");
+    h.src = 2;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY from peer 0 claiming comm rank 2");
+    h.src = 3;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY claiming a rank outside the comm");
+    h = arbp(QUAY_PKT_ENA_ANY, 1, 0, 0, 0, 3, 0, 0, 0x500u, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY whose slot id has index byte 0");
+    h = arbp(QUAY_PKT_ENA_ANY, 1, 1, 0, 1, 3, 0, 0, A + 1, 0, 0);
+    expect(1, 1, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY from the engine itself");
+
+    /* A second pattern fills the sender's table (rtr_per_peer 2). */
+    is_int(quay_irecv(T.e[0], T.world[0], rb2, sizeof rb2, QUAY_ANY_SOURCE, 2, &w2), 0);
+    is_int(w2->state, QUAY_RS_RECV_ANY);
+    tn_pump(&T);
+    ok_msg(p_of_r->nrtr == 2 && T.e[0]->peers[1].rtr_out == 2, "the sender's table is full");
+    h = arbp(QUAY_PKT_ENA_ANY, 1, 0, 0, 0, 3, 0, 0, 0x103u, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY beyond rtr_per_peer");
+    h.slot = (A & 0xFFu) | 0x7700u;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "ENA_ANY beyond rtr_per_peer (a slot's new generation)");
+
+    /* A send with no flag out: its RTS waits at R (tag 99 meets no
+     * announcement). */
+    is_int(quay_isend(T.e[1], T.world[1], s99b, sizeof s99b, 0, 99, QUAY_SEND_STANDARD, &s99),
+           0);
+    tn_pump(&T);
+    is_int(s99->state, QUAY_RS_SEND_RTS);
+    uint32_t w1id = quay_req_id(w1), w2id = quay_req_id(w2), s99id = quay_req_id(s99);
+    watch(s99, w1, w2);
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, w1id, s99id, 0, sizeof rb1, 0x1234);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY naming a send with no flag out");
+    h.sreq = GEN1 | 200;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY naming an unknown send");
+    h.sreq = w1id;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY naming a receive request");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, s99id, A, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY declining a send with no flag out");
+    h.flags = WIRE_F_DROP;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY+DROP declining a send with no flag out");
+    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s99id, 0, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for a wildcard receive nobody claimed");
+
+    /* A large send to R meets announcement A first: its flag goes out. */
+    is_int(quay_isend(T.e[1], T.world[1], sb, 1000, 0, 1, QUAY_SEND_STANDARD, &s1), 0);
+    is_int(s1->state, QUAY_RS_SEND_ANY);
+    tn_pull_all(&T);
+    i = find(QUAY_PKT_ANY_FLAG, 1, 0);
+    wire_hdr flag;
+    memset(&flag, 0, sizeof flag);
+    uint32_t s1id = quay_req_id(s1);
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &flag) == WIRE_ANY_LEN &&
+               flag.sreq == s1id && flag.slot == A && flag.tag == 1 && flag.src == 1 &&
+               flag.len == 1000 && flag.seq == T.e[0]->peers[1].rx_seq,
+           "ANY_FLAG(sreq, slot A, tag 1, len 1000) in flight, next in R's sequence");
+    pkt fl = grab(i);
+    /* The forging helper, given the real flag's fields, rebuilds it byte
+     * for byte: the forgeries below differ from it only where they say. */
+    uint8_t fb[QUAY_MAX_HEADER];
+    h = arbp(QUAY_PKT_ANY_FLAG, 0, 1, 0, 1, 1, 0, s1id, A, 1000, 0);
+    ok_msg(fl.b != NULL && encode(&h, NULL, 0, fb) == fl.len && memcmp(fb, fl.b, fl.len) == 0,
+           "a forged ANY_FLAG in R's sequence equals the real one");
+    watch(s1, s99, NULL);
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, w1id, s1id + GEN1, 0, sizeof rb1, 0x1234);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY with a stale sreq generation");
+    h.sreq = s1id;
+    h.ctx = 7;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY for the flagged send, another ctx");
+    h.ctx = 0;
+    h.src = 1;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY for the flagged send, src not its receiver");
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 1, 0, 0, 0, w1id, s1id, 0, sizeof rb1, 0x1234);
+    expect(1, 1, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY from the engine itself");
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 2, 0, 2, 0, w1id, s1id, 0, sizeof rb1, 0x1234);
+    expect(1, 2, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY from a peer the flag did not go to");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 2, 0, 2, 0, 0, s1id, A, 0, 0);
+    expect(1, 2, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY from a peer the flag did not go to");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 2, 0, 2, 0, 0, 0, A, 0, 0);
+    expect(1, 2, &h, NULL, 0, QUAY_ESTATE,
+           "DISABLE_ANY withdrawing another receiver's announcement id");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, s1id + GEN1, A, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY with a stale sreq generation");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, s1id, 0x103u, 0, 0);
+    h.flags = WIRE_F_DROP;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE,
+           "DISABLE_ANY+DROP for the flagged send, announcement not held");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, 0, 0x103u, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY withdrawing an id never announced");
+    h.slot = A + 0x100u;
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE,
+           "DISABLE_ANY withdrawing a held slot's other generation");
+    ok_msg(p_of_r->nrtr == 2 && T.e[1]->peers[0].any_send == s1,
+           "the sender's table and flag are unchanged");
+
+    /* ANY_FLAG and UNA_ANY at R while the flag is in flight. */
+    watch(w1, w2, NULL);
+    h = arbp(QUAY_PKT_ANY_FLAG, 0, 1, 0, 1, 1, 0, s1id, 0x103u, 1000, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG for slot index 2 (any_slots 2)");
+    h.slot = 0x1FFu;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG for slot index 254");
+    h.slot = 0x100u;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG whose slot id has index byte 0");
+    h.slot = A;
+    h.src = 0;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG from peer 1 claiming comm rank 0");
+    h.src = 5;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG claiming a rank outside the comm");
+    h = arbp(QUAY_PKT_ANY_FLAG, 0, 0, 0, 0, 1, 0, s1id, A, 1000, 0);
+    expect(0, 0, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG from the engine itself");
+    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id, 0, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY before the claim");
+    h.rreq = GEN1 | 200;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY naming an unknown receive");
+    h = scp(0, 1, 0, 1, 1, s1id, w1id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into an unclaimed wildcard receive");
+
+    /* The real flag: R claims w1 for s1 (RTR_ANY). */
+    is_int(tn_deliver(&T, find(QUAY_PKT_ANY_FLAG, 1, 0)), 0);
+    expect_pkt(&fl, QUAY_ESTATE, "the ANY_FLAG replayed");
+    tn_pull_all(&T);
+    i = find(QUAY_PKT_RTR_ANY, 0, 1);
+    wire_hdr claim;
+    memset(&claim, 0, sizeof claim);
+    ok_msg(i >= 0 && wire_decode(T.q[i].bytes, T.q[i].len, &claim) == WIRE_ANY_LEN &&
+               claim.rreq == w1id && claim.sreq == s1id && claim.len == sizeof rb1 &&
+               claim.key != 0 && (w1->flags & RF_ANY_CLAIMED),
+           "w1 claimed for s1: RTR_ANY(rreq, sreq, cap, key) in flight");
+    watch(w1, w2, NULL);
+    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id + GEN1, 0, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for the claimed receive, another send");
+    h.sreq = s1id;
+    h.ctx = 7;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for the claimed receive, another ctx");
+    h.ctx = 0;
+    h.rreq = w2id;
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY naming a receive claimed by no one");
+    h = arbp(QUAY_PKT_UNA_ANY, 0, 2, 0, 2, 0, w1id, s1id, 0, 0, 0);
+    expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY from a peer that did not claim the receive");
+    h = scp(0, 2, 0, 2, 1, s1id, w1id, 1000);
+    expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "SC into the claimed receive from another peer");
+    h = scp(0, 1, 0, 1, 1, s1id + GEN1, w1id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into the claimed receive from another send");
+    h = scp(0, 1, 0, 0, 1, s1id, w1id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into the claimed receive, false src");
+    h = scp(0, 1, 0, 1, 2, s1id, w1id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into the claimed receive, another tag");
+    h = scp(0, 1, 0, 1, 2, s1id, w2id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into the other, unclaimed wildcard");
+
+    /* The claim reaches P: it writes, then SC. */
+    pkt cl = grab(i);
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, w1id, s1id, 0, sizeof rb1, claim.key);
+    ok_msg(cl.b != NULL && encode(&h, NULL, 0, fb) == cl.len && memcmp(fb, cl.b, cl.len) == 0,
+           "a forged RTR_ANY in P's sequence equals the real one");
+    is_int(tn_deliver(&T, i), 0);
+    is_int(s1->state, QUAY_RS_SEND_WRITE);
+    ok_msg(T.e[1]->peers[0].any_send == NULL, "the flag is answered");
+    watch(s1, s99, NULL);
+    h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, w1id, s1id, 0, sizeof rb1, claim.key);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR_ANY again after the claim was taken");
+    h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, s1id, A, 0, 0);
+    expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY for a send already writing");
+    expect_pkt(&cl, QUAY_ESTATE, "the RTR_ANY replayed");
+    tn_pump(&T);
+    ok_msg(tn_good(w1, 1000) && tn_good(s1, 1000) && memcmp(rb1, sb, 1000) == 0,
+           "the claimed wildcard receive completes with s1's data");
+    quay_status st;
+    ok(tn_done(w1, &st) && st.source == 1 && st.tag == 1);
+    nwatch = 0;
+    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id, 0, 0, 0);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for a completed receive");
+    h = scp(0, 1, 0, 1, 1, s1id, w1id, 1000);
+    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC again for the completed receive");
+    quay_req_free(T.e[0], w1);
+    quay_req_free(T.e[1], s1);
+    pkt_free(&fl);
+    pkt_free(&cl);
+
+    /* The engines are healthy: wildcard transfers through both
+     * announcements (reused), and the waiting RTS. */
+    quay_stats before = stats_of(0);
+    is_int(quay_irecv(T.e[0], T.world[0], rb3, sizeof rb3, QUAY_ANY_SOURCE, 1, &w3), 0);
+    is_int(quay_isend(T.e[1], T.world[1], sb, 2000, 0, 1, QUAY_SEND_STANDARD, &s2), 0);
+    is_int(quay_isend(T.e[1], T.world[1], sb + 7, 600, 0, 2, QUAY_SEND_STANDARD, &s3), 0);
+    is_int(quay_irecv(T.e[0], T.world[0], r99b, sizeof r99b, 1, 99, &r99), 0);
+    tn_pump(&T);
+    ok_msg(tn_good(w3, 2000) && tn_good(s2, 2000) && memcmp(rb3, sb, 2000) == 0,
+           "a new wildcard receive on the reused announcement completes");
+    ok_msg(tn_good(w2, 600) && tn_good(s3, 600) && memcmp(rb2, sb + 7, 600) == 0,
+           "the second wildcard receive completes");
+    ok_msg(tn_good(r99, sizeof r99b) && tn_good(s99, sizeof s99b) &&
+               memcmp(r99b, s99b, sizeof s99b) == 0,
+           "the waiting rendezvous completes");
+    quay_stats after = stats_of(0);
+    ok_msg(after.any_claimed - before.any_claimed == 2 && after.any_reused > before.any_reused,
+           "both went through arbitration (claimed %llu, reused %llu)",
+           (unsigned long long)(after.any_claimed - before.any_claimed),
+           (unsigned long long)(after.any_reused - before.any_reused));
+    quay_req_free(T.e[0], w2);
+    quay_req_free(T.e[0], w3);
+    quay_req_free(T.e[0], r99);
+    quay_req_free(T.e[1], s2);
+    quay_req_free(T.e[1], s3);
+    quay_req_free(T.e[1], s99);
+    finish();
+}
+
+/* Arbitration packets (and RTR / SC) to engines that do not run the
+ * protocol: rtr_any 0 (rtr 1), then rtr 0. */
+static void arb_off_case(void)
+{
+    for (int rtr = 1; rtr >= 0; rtr--) {
+        if (!setup_arb(2, (uint32_t)rtr, 0, 2, 2))
+            return;
+        static uint8_t sb[1000], rb[1000];
+        tn_fill(sb, sizeof sb, 72);
+        quay_req *w, *s;
+        is_int(quay_irecv(T.e[1], T.world[1], rb, sizeof rb, QUAY_ANY_SOURCE, 1, &w), 0);
+        ok_msg(w->state != QUAY_RS_RECV_ANY, "rtr %d, rtr_any 0: no announcement", rtr);
+        tn_pump(&T);
+        uint32_t wid = quay_req_id(w);
+        watch(w, NULL, NULL);
+        char what[96];
+        wire_hdr h = arbp(QUAY_PKT_ENA_ANY, 1, 0, 0, 0, 1, 0, 0, 0x101u, 0, 0);
+        snprintf(what, sizeof what, "ENA_ANY to an engine with rtr %d, rtr_any 0", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = arbp(QUAY_PKT_ANY_FLAG, 1, 0, 0, 0, 1, 0, GEN1 | 3, 0x101u, 1000, 0);
+        snprintf(what, sizeof what, "ANY_FLAG to an engine with rtr %d, rtr_any 0", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, GEN1 | 4, GEN1 | 3, 0, 1000, 0x1234);
+        snprintf(what, sizeof what, "RTR_ANY to an engine with rtr %d, rtr_any 0", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = arbp(QUAY_PKT_UNA_ANY, 1, 0, 0, 0, 0, wid, GEN1 | 3, 0, 0, 0);
+        snprintf(what, sizeof what, "UNA_ANY to an engine with rtr %d, rtr_any 0", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, GEN1 | 3, 0x101u, 0, 0);
+        h.flags = WIRE_F_DROP;
+        snprintf(what, sizeof what, "DISABLE_ANY+DROP to an engine with rtr %d, rtr_any 0", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, 0, 0x101u, 0, 0);
+        snprintf(what, sizeof what, "DISABLE_ANY withdrawal to an engine with rtr %d, rtr_any 0",
+                 rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        h = scp(1, 0, 0, 0, 1, GEN1 | 3, wid, 1000);
+        snprintf(what, sizeof what, "SC into a plain wildcard receive (rtr %d)", rtr);
+        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
+        if (rtr == 0) {
+            h = mk(QUAY_PKT_RTR);
+            h.seq = T.e[1]->peers[0].rx_seq;
+            h.ctx = 0;
+            h.src = 0;
+            h.tag = 1;
+            h.rreq = GEN1 | 4;
+            h.len = 1000;
+            h.key = 0x1234;
+            expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR to an engine with rtr 0");
+            h.flags = WIRE_F_CANCEL;
+            h.len = 0;
+            h.key = 0;
+            expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "RTR cancel to an engine with rtr 0");
+        }
+        nwatch = 0;
+        is_int(quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s), 0);
+        tn_pump(&T);
+        ok_msg(tn_good(w, sizeof rb) && tn_good(s, sizeof sb) && memcmp(rb, sb, sizeof sb) == 0,
+               "a wildcard transfer completes afterwards (rtr %d)", rtr);
+        quay_req_free(T.e[1], w);
+        quay_req_free(T.e[0], s);
+        finish();
+    }
+}
+
+static void t_arb_out_of_state(void)
+{
+    subtest("arbitration packets in wrong states", arb_states_case);
+    subtest("arbitration packets to engines without rtr_any", arb_off_case);
+}
+
 /* ---- quay_on_op_done ----------------------------------------------------------------- */
 
 static void t_op_done(void)
@@ -2481,6 +2849,7 @@ int main(void)
     subtest("forged CANCEL_REP", t_cancel_rep);
     subtest("CANCEL_REP after a CTS", t_cancel_rep_after_cts);
     subtest("RDMA rendezvous: FIN and keyed CTS out of state", t_rdma_out_of_state);
+    subtest("ANY_SOURCE arbitration packets out of state", t_arb_out_of_state);
     subtest("quay_on_op_done tokens", t_op_done);
     subtest("unexpected byte budget", t_unexpected_bytes);
     subtest("descriptor pool exhaustion", t_descriptor_pool);

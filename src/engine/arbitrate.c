@@ -283,7 +283,7 @@ static int on_una(quay_engine *e, int32_t peer, const umsg *m)
     quay_req *r = req_by_id(e, m->rreq);
     if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_ANY ||
         !(r->flags & RF_ANY_CLAIMED) || r->peer != peer || r->sreq != m->sreq ||
-        r->ctx != m->ctx)
+        r->ctx != m->ctx || !comm_src_ok(r->comm, m->src, peer))
         return QUAY_ESTATE;
     r->flags &= ~(uint32_t)RF_ANY_CLAIMED;
     r->peer = -1;
@@ -492,6 +492,8 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
         return QUAY_ESTATE;
     if (m->sreq == 0 || (m->rflags & WIRE_F_DROP)) {
         int i = find_any(ps, m->slot);
+        if (i >= 0 && (ps->rtr[i].ctx != m->ctx || ps->rtr[i].src != m->src))
+            i = -1; /* the withdrawal names the announcement it withdraws */
         if (i < 0)
             return QUAY_ESTATE; /* we hold every announcement it withdraws */
         drop_entry(ps, (uint32_t)i);
