@@ -211,23 +211,12 @@ void arb_release(quay_engine *e, quay_req *r)
     }
 }
 
-static void recv_cancelled(quay_engine *e, quay_req *r)
-{
-    match_remove_posted(e, r);
-    arb_release(e, r);
-    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
-    r->status.cancelled = 1;
-    r->status.error = QUAY_ECANCELLED;
-    r->status.count = 0;
-    req_complete(e, r);
-}
-
 void arb_cancel(quay_engine *e, quay_req *r)
 {
     if (r->flags & RF_ANY_CLAIMED)
         r->flags |= RF_CANCEL_PENDING; /* SC: it was matched; UNA_ANY: cancelled */
     else
-        recv_cancelled(e, r);
+        recv_unpost_cancelled(e, r);
 }
 
 /* A flag: match it as the envelope it carries. */
@@ -293,7 +282,7 @@ static int on_una(quay_engine *e, int32_t peer, const umsg *m)
     r->status.tag = r->tag;
     e->st.any_una++;
     if (r->flags & RF_CANCEL_PENDING)
-        recv_cancelled(e, r);
+        recv_unpost_cancelled(e, r);
     /* Else W is free again; envelopes held behind the claim go on. */
     return 0;
 }
@@ -419,12 +408,6 @@ static int find_any(const peer_state *ps, uint32_t id)
     return -1;
 }
 
-static void drop_entry(peer_state *ps, uint32_t i)
-{
-    memmove(&ps->rtr[i], &ps->rtr[i + 1], (size_t)(ps->nrtr - i - 1) * sizeof ps->rtr[0]);
-    ps->nrtr--;
-}
-
 static int on_ena(quay_engine *e, int32_t peer, const umsg *m)
 {
     peer_state *ps = &e->peers[peer];
@@ -473,12 +456,8 @@ static int on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
     } else {
         /* Claimed: write into W, then SC under a new number (the flag
          * used r's). */
-        r->seq = ps->tx_seq++;
-        ps->tx_unsent++;
-        uint64_t accepted = r->len < m->len ? r->len : m->len;
-        uint32_t frag, nf = rndv_split(accepted, e->cfg.frag_size, &frag);
-        e->st.rtr_used++;
-        rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, m->rreq, m->key, accepted, frag, nf);
+        r->seq = seq_assign(e, peer);
+        rtr_write_start(e, r, m->rreq, m->key, m->len);
     }
     release_queue(e, peer);
     return 0;
@@ -496,7 +475,7 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
             i = -1; /* the withdrawal names the announcement it withdraws */
         if (i < 0)
             return QUAY_ESTATE; /* we hold every announcement it withdraws */
-        drop_entry(ps, (uint32_t)i);
+        rtr_ent_remove(ps, (uint32_t)i);
     }
     if (r == NULL)
         return 0;
@@ -504,8 +483,7 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
     if (r->flags & RF_ANY_CANCEL) {
         send_cancelled(e, r); /* nothing of it ever reached the receiver */
     } else {
-        r->seq = ps->tx_seq++;
-        ps->tx_unsent++;
+        r->seq = seq_assign(e, peer);
         r->flags &= ~(uint32_t)RF_ENV_SENT;
         send_envelope(e, r);
     }

@@ -9,6 +9,17 @@
  */
 #include "engine/internal.h"
 
+void recv_unpost_cancelled(quay_engine *e, quay_req *r)
+{
+    match_remove_posted(e, r);
+    arb_release(e, r); /* a delegation's or an announcement's region, slot */
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    r->status.cancelled = 1;
+    r->status.error = QUAY_ECANCELLED;
+    r->status.count = 0;
+    req_complete(e, r);
+}
+
 int quay_cancel(quay_engine *e, quay_req *r)
 {
     if (e == NULL || !req_valid_ptr(e, r) || (r->flags & RF_INTERNAL))
@@ -26,13 +37,8 @@ int quay_cancel(quay_engine *e, quay_req *r)
             arb_cancel(e, r); /* a claim decides first */
             return 0;
         }
-        if (r->state == QUAY_RS_RECV_POSTED) {
-            match_remove_posted(e, r);
-            r->status.cancelled = 1;
-            r->status.error = QUAY_ECANCELLED;
-            r->status.count = 0;
-            req_complete(e, r);
-        }
+        if (r->state == QUAY_RS_RECV_POSTED)
+            recv_unpost_cancelled(e, r);
         return 0;
     }
     if (r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) {
@@ -45,9 +51,7 @@ int quay_cancel(quay_engine *e, quay_req *r)
     if (r->state != QUAY_RS_SEND_EAGER && r->state != QUAY_RS_SEND_WAIT_ACK &&
         r->state != QUAY_RS_SEND_RTS)
         return 0;
-    r->cancel_seq = e->peers[r->peer].tx_seq++;
-    if (e->rtr_pool != NULL)
-        e->peers[r->peer].tx_unsent++;
+    r->cancel_seq = seq_assign(e, r->peer);
     r->flags |= RF_CANCEL_WANTED | RF_CANCEL_PENDING;
     r->saved_state = r->state;
     req_set_state(e, r, QUAY_RS_SEND_CANCEL);

@@ -63,22 +63,19 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
         quay_req *r = &e->reqs[i];
         if (req_waits_on(e, r) != peer)
             continue;
-        if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR) {
+        if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR ||
+            r->state == QUAY_RS_RECV_ANY) {
             match_remove_posted(e, r);
-            if (r->state == QUAY_RS_RECV_RTR)
+            if (r->state == QUAY_RS_RECV_RTR) {
                 rtr_undelegate(e, r); /* the peer is gone: nothing to tell */
-            r->status.source = r->rank;
-            r->status.tag = r->tag;
-            r->status.error = QUAY_EPEER;
-            req_complete(e, r);
-            continue;
-        }
-        if (r->state == QUAY_RS_RECV_ANY) {
-            /* Claimed by the failed peer: its data may be half written. */
-            match_remove_posted(e, r);
-            r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING);
-            arb_release(e, r);
-            /* status.source: the claim's sender, set at the claim */
+            } else if (r->state == QUAY_RS_RECV_ANY) {
+                /* Claimed by the failed peer: its data may be half
+                 * written. status.source is the claimant, set at the claim. */
+                r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING);
+                arb_release(e, r);
+            }
+            if (r->state != QUAY_RS_RECV_ANY)
+                r->status.source = r->rank;
             r->status.tag = r->tag;
             r->status.error = QUAY_EPEER;
             req_complete(e, r);

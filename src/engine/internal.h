@@ -498,6 +498,17 @@ static inline int comm_src_ok(const quay_comm *c, int32_t src, int32_t peer)
 }
 
 /* ---- messages and sequencing (seq.c) ------------------------------------ */
+/** Next sequence number to `peer` for a packet that is built and emitted
+ *  later (envelope, flag, SC, CANCEL_REQ). With rtr on it counts as unsent
+ *  until it leaves: RTRs, numbered when they go out, wait for it. */
+static inline uint32_t seq_assign(quay_engine *e, int32_t peer)
+{
+    peer_state *ps = &e->peers[peer];
+    if (e->rtr_pool != NULL)
+        ps->tx_unsent++;
+    return ps->tx_seq++;
+}
+
 umsg *umsg_alloc(quay_engine *e);
 void umsg_free(quay_engine *e, umsg *m);
 /** Handle a sequenced packet (EAGER, RTS, CANCEL_REQ) from `peer`. */
@@ -581,6 +592,15 @@ void rtr_undelegate(quay_engine *e, quay_req *r);
 /** Sender: a send being started; 1 if it took an RTR (SEND_WRITE, on its
  *  way), 0 if it goes as an envelope (logged, RTRs it may match killed). */
 int rtr_send(quay_engine *e, quay_req *r);
+/** Remove entry i of a sender's RTR table (RTR or announcement), keeping
+ *  the order of the rest. */
+void rtr_ent_remove(peer_state *ps, uint32_t i);
+/** Sender: r writes into the receiver's buffer (key, capacity `cap`) and
+ *  then sends SC: a taken RTR or a claim (RTR_ANY). */
+void rtr_write_start(quay_engine *e, quay_req *r, uint32_t rreq, uint64_t key, uint64_t cap);
+/** The header an RTR-queue item encodes (without its sequence number and,
+ *  for a delegation, x): rtrq_emit and the snapshot's check share it. */
+void rtr_item_hdr(const rtr_item *it, wire_hdr *h);
 /** Sequenced RTR / SC in order from `peer`: 0, or QUAY_ESTATE. */
 int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m);
 int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
@@ -603,9 +623,13 @@ void arb_reset(quay_engine *e);
 /** Receiver: announce the wildcard receive being posted if allowed (sets
  *  RECV_ANY); else it stays RECV_POSTED. Call before posting. */
 void arb_post(quay_engine *e, quay_req *r);
-/** Receiver: r (RECV_ANY, unclaimed) leaves arbitration (matched by an
- *  envelope, cancelled, failed): its region goes, its slot is told. */
+/** Receiver: r leaves the posted queue's remote-memory duties (matched
+ *  by an envelope, cancelled, failed): its internal region (delegated or
+ *  announced) goes and its announcement slot, if any, is told. */
 void arb_release(quay_engine *e, quay_req *r);
+/** Receiver: a posted receive (RECV_POSTED, RECV_RTR or RECV_ANY) leaves
+ *  the queue and completes cancelled (cancel.c). */
+void recv_unpost_cancelled(quay_engine *e, quay_req *r);
 /** Receiver: cancel r (RECV_ANY): now if unclaimed, else at the verdict. */
 void arb_cancel(quay_engine *e, quay_req *r);
 /** Sender: 1 if r must wait behind a send of its peer in arbitration

@@ -50,7 +50,8 @@ static int send_args(quay_engine *e, quay_comm *c, const void *buf, size_t len,
 
 void send_envelope(quay_engine *e, quay_req *r)
 {
-    rtr_envelope(e, r);
+    if (e->rtr_pool != NULL)
+        rtr_envelope(e, r);
     if (r->len > e->cfg.eager_max) {
         r->flags |= RF_RNDV;
         r->next_frag = 0;
@@ -68,10 +69,8 @@ void send_envelope(quay_engine *e, quay_req *r)
 
 void send_go(quay_engine *e, quay_req *r)
 {
-    r->seq = e->peers[r->peer].tx_seq++;
-    if (e->rtr_pool != NULL)
-        e->peers[r->peer].tx_unsent++;
-    if (rtr_send(e, r))
+    r->seq = seq_assign(e, r->peer);
+    if (e->rtr_pool != NULL && rtr_send(e, r))
         return; /* an RTR first in line (write, then SC) or a flag raised */
     send_envelope(e, r);
 }
@@ -90,7 +89,7 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     r->status.source = dst;
     r->status.tag = tag;
     r->status.count = len;
-    if (arb_must_queue(e, r))
+    if (e->aslots != NULL && arb_must_queue(e, r))
         return; /* behind a send of the same peer in arbitration */
     send_go(e, r);
 }

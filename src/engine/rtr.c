@@ -152,23 +152,12 @@ void rtr_undelegate(quay_engine *e, quay_req *r)
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
 }
 
-static void unpost_cancelled(quay_engine *e, quay_req *r)
-{
-    match_remove_posted(e, r);
-    mem_release_internal(e, &r->lkey);
-    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
-    r->status.cancelled = 1;
-    r->status.error = QUAY_ECANCELLED;
-    r->status.count = 0;
-    req_complete(e, r);
-}
-
 void rtr_cancel(quay_engine *e, quay_req *r)
 {
     if (r->flags & RF_CANCEL_PENDING)
         return;
     if (!(r->flags & RF_RTR_SENT)) {
-        unpost_cancelled(e, r); /* never left: its queued RTR is moot */
+        recv_unpost_cancelled(e, r); /* never left: its queued RTR is moot */
         return;
     }
     rtr_withdraw(e, r, WIRE_F_CANCEL);
@@ -186,7 +175,7 @@ int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
         return QUAY_ESTATE;
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
     if (h->status == 1)
-        unpost_cancelled(e, r);
+        recv_unpost_cancelled(e, r);
     else
         r->flags |= RF_RTR_TAKEN; /* its SC completes the receive */
     return 0;
@@ -226,6 +215,20 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
 
 /* ---- queue ------------------------------------------------------------------------ */
 
+void rtr_item_hdr(const rtr_item *it, wire_hdr *h)
+{
+    h->type = it->pkt;
+    h->flags = it->flags;
+    h->ctx = it->ctx;
+    h->src = it->src;
+    h->tag = it->tag;
+    h->rreq = it->rreq;
+    h->sreq = it->sreq;
+    h->slot = it->slot;
+    h->len = it->cap;
+    h->key = it->key;
+}
+
 int rtrq_emit(quay_engine *e, qout *o)
 {
     rtr_item it = e->rtrq[e->rtrq_head];
@@ -250,22 +253,10 @@ int rtrq_emit(quay_engine *e, qout *o)
         }
         r->flags |= RF_RTR_SENT;
         h.x = ps->rx_seq;
-        h.len = it.cap;
-        h.key = it.key;
         e->st.rtr_sent++;
-    } else if (it.pkt != QUAY_PKT_RTR) {
-        h.sreq = it.sreq;
-        h.slot = it.slot;
-        h.len = it.cap;
-        h.key = it.key;
     }
-    h.type = it.pkt;
-    h.flags = it.flags;
+    rtr_item_hdr(&it, &h);
     h.seq = ps->tx_seq++;
-    h.ctx = it.ctx;
-    h.src = it.src;
-    h.tag = it.tag;
-    h.rreq = it.rreq;
     o->peer = it.peer;
     o->req = NULL;
     o->pkt = it.pkt;
@@ -281,7 +272,16 @@ static int ent_matches(const rtr_ent *t, uint32_t ctx, int32_t src, int32_t tag)
     return t->ctx == ctx && t->src == src && (t->tag == QUAY_ANY_TAG || t->tag == tag);
 }
 
-static void ent_remove(peer_state *ps, uint32_t i)
+void rtr_write_start(quay_engine *e, quay_req *r, uint32_t rreq, uint64_t key, uint64_t cap)
+{
+    uint64_t accepted = r->len < cap ? r->len : cap;
+    uint32_t frag, nf = rndv_split(accepted, e->cfg.frag_size, &frag);
+    e->st.rtr_used++;
+    r->flags |= RF_ENV_SENT; /* no envelope will go */
+    rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, rreq, key, accepted, frag, nf);
+}
+
+void rtr_ent_remove(peer_state *ps, uint32_t i)
 {
     memmove(&ps->rtr[i], &ps->rtr[i + 1], (size_t)(ps->nrtr - i - 1) * sizeof ps->rtr[0]);
     ps->nrtr--;
@@ -300,13 +300,9 @@ int rtr_send(quay_engine *e, quay_req *r)
             return arb_flag(e, r, t); /* the receiver decides */
         if (!t->live)
             break; /* first in line, but an envelope may be matched to it */
-        uint64_t accepted = r->len < t->cap ? r->len : t->cap;
-        uint32_t frag, nf = rndv_split(accepted, e->cfg.frag_size, &frag);
         rtr_ent taken = *t;
-        ent_remove(ps, i);
-        e->st.rtr_used++;
-        r->flags |= RF_ENV_SENT; /* no envelope will go */
-        rndv_write_begin(e, r, QUAY_RS_SEND_WRITE, taken.rreq, taken.key, accepted, frag, nf);
+        rtr_ent_remove(ps, i);
+        rtr_write_start(e, r, taken.rreq, taken.key, taken.cap);
         return 1;
     }
     return 0;
@@ -370,13 +366,13 @@ int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
     if (m->rflags & WIRE_F_REVOKE) {
         if (i == ps->nrtr)
             return QUAY_ESTATE; /* only a receive we never wrote is revoked */
-        ent_remove(ps, i);
+        rtr_ent_remove(ps, i);
         return 0;
     }
     if (m->rflags & WIRE_F_CANCEL) {
         int32_t verdict = i < ps->nrtr;
         if (verdict)
-            ent_remove(ps, i);
+            rtr_ent_remove(ps, i);
         ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, m->rreq, verdict, 0)->flags = WIRE_F_FOR_RECV;
         return 0;
     }

@@ -1317,30 +1317,22 @@ static void sx_rtr(snap *s)
         sx_u64(s, &it.key);
         if (s->mode == SNAP_SAVE)
             continue;
-        /* What the item will encode must be a packet wire_decode admits. */
+        /* What the item will encode must be a packet wire_decode admits
+         * (an RTR's fields carry nothing of arbitration). */
         int bad = it.peer < 0 || it.peer >= e->nranks || it.peer == e->rank;
         if (it.pkt == QUAY_PKT_RTR) {
-            bad |= (it.flags != 0 && it.flags != WIRE_F_REVOKE && it.flags != WIRE_F_CANCEL) ||
-                   it.sreq != 0 || it.slot != 0;
-        } else if (it.pkt >= QUAY_PKT_ENA_ANY && it.pkt <= QUAY_PKT_DISABLE_ANY &&
-                   it.pkt != QUAY_PKT_ANY_FLAG && e->aslots != NULL) {
+            bad |= it.sreq != 0 || it.slot != 0;
+        } else if (it.pkt < QUAY_PKT_ENA_ANY || it.pkt > QUAY_PKT_DISABLE_ANY ||
+                   it.pkt == QUAY_PKT_ANY_FLAG || e->aslots == NULL) {
+            bad = 1;
+        }
+        if (!bad) {
             wire_hdr h;
             uint8_t buf[QUAY_MAX_HEADER];
             memset(&h, 0, sizeof h);
-            h.type = it.pkt;
-            h.flags = it.flags;
-            h.ctx = it.ctx;
-            h.src = it.src;
-            h.tag = it.tag;
-            h.rreq = it.rreq;
-            h.sreq = it.sreq;
-            h.slot = it.slot;
-            h.len = it.cap;
-            h.key = it.key;
+            rtr_item_hdr(&it, &h);
             size_t hl = wire_encode(&h, buf);
-            bad |= wire_decode(buf, hl, &h) < 0;
-        } else {
-            bad = 1;
+            bad = wire_decode(buf, hl, &h) < 0;
         }
         if (bad)
             corrupt(s);
