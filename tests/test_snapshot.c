@@ -260,6 +260,43 @@ static unsigned char *busy_blob(size_t *len)
     return save(T.e[1], len);
 }
 
+/* Forged: any byte of the body changed and the checksum made right.
+ * Restore must take it or refuse it without harm; a refusal leaves the
+ * channel as it was (`cur`: what it saves as now; a forged blob that was
+ * taken may have moved its clock or counters on). */
+static void forge_every_byte(quay_engine *e, const unsigned char *blob, size_t len)
+{
+    unsigned char *m = malloc(len);
+    int unharmed = 1, refused = 0, taken_n = 0;
+    size_t lc = 0;
+    unsigned char *cur = save(e, &lc);
+    for (size_t i = 16; i + 4 < len && cur != NULL && m != NULL; i++) {
+        static const uint8_t xors[3] = {0x01, 0x80, 0xFF};
+        for (int x = 0; x < 3; x++) {
+            memcpy(m, blob, len);
+            m[i] ^= xors[x];
+            fix_crc(m, len);
+            int rc = quay_engine_restore(e, m, len);
+            if (rc == 0) {
+                taken_n++;
+                unharmed &= quay_engine_restore(e, blob, len) == 0;
+                free(cur);
+                cur = save(e, &lc);
+            } else {
+                refused++;
+                unharmed &= (rc == QUAY_ECORRUPT || rc == QUAY_EFOREIGN) &&
+                            (refused % 16 != 0 || saves_as(e, cur, lc));
+            }
+        }
+    }
+    note("forged blobs: %d refused, %d taken (addresses, tags, counters, times)", refused,
+         taken_n);
+    ok(unharmed);
+    ok(cur != NULL && saves_as(e, cur, lc));
+    free(cur);
+    free(m);
+}
+
 static void t_reject(void)
 {
     size_t len = 0;
@@ -289,37 +326,7 @@ static void t_reject(void)
     fix_crc(m, len);
     is_int(quay_engine_restore(e, m, len), QUAY_EVERSION);
 
-    /* Forged: any byte of the body changed and the checksum made right.
-     * Restore must take it or refuse it without harm; a refusal leaves
-     * the channel as it was (`cur`: what it saves as now; a forged blob
-     * that was taken may have moved its clock or counters on). */
-    int unharmed = 1, refused = 0, taken_n = 0;
-    size_t lc = 0;
-    unsigned char *cur = save(e, &lc);
-    for (size_t i = 16; i + 4 < len && cur != NULL; i++) {
-        static const uint8_t xors[3] = {0x01, 0x80, 0xFF};
-        for (int x = 0; x < 3; x++) {
-            memcpy(m, blob, len);
-            m[i] ^= xors[x];
-            fix_crc(m, len);
-            int rc = quay_engine_restore(e, m, len);
-            if (rc == 0) {
-                taken_n++;
-                unharmed &= quay_engine_restore(e, blob, len) == 0;
-                free(cur);
-                cur = save(e, &lc);
-            } else {
-                refused++;
-                unharmed &= (rc == QUAY_ECORRUPT || rc == QUAY_EFOREIGN) &&
-                            (refused % 16 != 0 || saves_as(e, cur, lc));
-            }
-        }
-    }
-    note("forged blobs: %d refused, %d taken (addresses, tags, counters, times)", refused,
-         taken_n);
-    ok(unharmed);
-    ok(cur != NULL && saves_as(e, cur, lc));
-    free(cur);
+    forge_every_byte(e, blob, len);
 
     /* Foreign: another rank, another configuration, another channel. */
     size_t l0 = 0;
@@ -344,6 +351,47 @@ static void t_reject(void)
     is_int(quay_engine_restore(f1, blob, len), QUAY_EFOREIGN);
     quay_engine_free(f);
     free(m);
+    free(blob);
+    tn_fini(&T);
+}
+
+/* Arbitration state in a blob: rank 1 has an announced wildcard (slot
+ * with a pending receive), a flagged send to rank 0 and one queued
+ * behind it. Forged counts (the slot's pending receives, two flags to a
+ * peer, a queue with no flag ahead) are refused by the check, before the
+ * channel is touched. */
+static void t_reject_arb(void)
+{
+    quay_config c;
+    tn_config(&c, 0, 3);
+    c.flow = QUAY_FLOW_ACKNACK;
+    c.rto_init_ns = 1000;
+    c.rto_max_ns = 16000;
+    c.max_requests = 64;
+    c.max_unexpected = 64;
+    c.max_out = 64;
+    c.transport_caps = QUAY_CAP_RDMA_PUT;
+    c.rtr = 1;
+    c.rtr_any = 1;
+    is_int(tn_init(&T, 3, &c), 0);
+    now_ns = 0;
+    static uint8_t rb[2][4096], sb[4096];
+    quay_req *r, *s1, *s2;
+    quay_irecv(T.e[0], T.world[0], rb[0], sizeof rb[0], QUAY_ANY_SOURCE, 5, &r);
+    quay_irecv(T.e[1], T.world[1], rb[1], sizeof rb[1], QUAY_ANY_SOURCE, 6, &r);
+    settle();
+    quay_channel_quiesce(T.e[1]);
+    quay_isend(T.e[1], T.world[1], sb, 3000, 0, 5, QUAY_SEND_STANDARD, &s1);
+    quay_isend(T.e[1], T.world[1], sb, 3000, 0, 5, QUAY_SEND_STANDARD, &s2);
+    settle();
+    is_int(r->state, QUAY_RS_RECV_ANY);
+    is_int(s1->state, QUAY_RS_SEND_ANY);
+    is_int(s2->state, QUAY_RS_SEND_QUEUED);
+    size_t len = 0;
+    unsigned char *blob = save(T.e[1], &len);
+    ok(blob != NULL);
+    if (blob != NULL)
+        forge_every_byte(T.e[1], blob, len);
     free(blob);
     tn_fini(&T);
 }
@@ -412,6 +460,7 @@ int main(void)
     subtest("round trip: every kind of state, another context in between", t_roundtrip);
     subtest("damaged, forged, truncated and foreign blobs rejected, nothing changed",
             t_reject);
+    subtest("arbitration state: forged counts refused, nothing changed", t_reject_arb);
     subtest("two channels: separate traffic, separate quiesce", t_channels);
     return harness_done_testing();
 }

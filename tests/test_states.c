@@ -859,6 +859,83 @@ static void t_arbitrate(void)
     finish();
 }
 
+/* A freed communicator's announcements are withdrawn; a flag still in
+ * flight for it is declined even when its slot already serves another
+ * communicator, where the receiver's rank differs (the sender goes by
+ * its send and ctx), and the envelope waits for the context to return. */
+static void t_arbitrate_comm_freed(void)
+{
+    static uint8_t sb[3000], rb[3000], rb2[3000];
+    tn_fill(sb, sizeof sb, 12);
+    quay_req *s, *s2, *r, *r2;
+    quay_stats ss;
+    quay_config c;
+    tn_config(&c, 0, 3);
+    c.transport_caps = QUAY_CAP_RDMA_PUT;
+    c.rtr = 1;
+    c.rtr_any = 1;
+    if (!setup_cfg(3, &c))
+        return;
+    T.keep_eagain = 1;
+    quay_comm *y[3], *z[3];
+    for (int k = 0; k < 3; k++)
+        is_int(quay_comm_create(T.e[k], 9, 3, NULL, &y[k]), 0);
+    /* Announced on y, then taken by an eager message: idle, held by 1, 2. */
+    quay_irecv(T.e[0], y[0], rb, sizeof rb, QUAY_ANY_SOURCE, 5, &r);
+    tn_pump(&T);
+    is_int((int)T.e[1]->peers[0].nrtr, 1);
+    quay_isend(T.e[2], y[2], sb, 10, 0, 5, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(r, 10) && tn_good(s, 10));
+    quay_req_free(T.e[0], r);
+    quay_req_free(T.e[2], s);
+    is_int(quay_comm_free(T.e[0], y[0]), 0);
+    tn_pump(&T);
+    is_int((int)T.e[1]->peers[0].nrtr, 0);
+    is_int((int)T.e[2]->peers[0].nrtr, 0);
+    quay_engine_stats(T.e[0], &ss);
+    is_int((int)ss.any_evicted, 1);
+
+    /* Again, but rank 1's flag is in flight while y is freed and its slot
+     * is reused by z, where rank 0 is rank 1. */
+    is_int(quay_comm_create(T.e[0], 9, 3, NULL, &y[0]), 0);
+    quay_irecv(T.e[0], y[0], rb, sizeof rb, QUAY_ANY_SOURCE, 5, &r);
+    tn_pump(&T);
+    quay_isend(T.e[2], y[2], sb, 10, 0, 5, QUAY_SEND_STANDARD, &s);
+    tn_pump(&T);
+    ok(tn_good(r, 10) && tn_good(s, 10));
+    quay_req_free(T.e[0], r);
+    quay_req_free(T.e[2], s);
+    quay_isend(T.e[1], y[1], sb, 2000, 0, 5, QUAY_SEND_STANDARD, &s);
+    is_int(s->state, QUAY_RS_SEND_ANY);
+    tn_pull(&T, 1); /* the flag is in flight */
+    is_int(quay_comm_free(T.e[0], y[0]), 0);
+    const int32_t zmap[3] = {1, 0, 2};
+    for (int k = 0; k < 3; k++)
+        is_int(quay_comm_create(T.e[k], 10, 3, zmap, &z[k]), 0);
+    quay_irecv(T.e[0], z[0], rb2, sizeof rb2, QUAY_ANY_SOURCE, 6, &r2);
+    is_int(r2->state, QUAY_RS_RECV_ANY);
+    is_int(T.e[0]->aslots[0].src, 1);
+    tn_pump(&T);
+    is_int(s->state, QUAY_RS_SEND_RTS);
+    quay_engine_stats(T.e[0], &ss);
+    is_int((int)ss.any_declined, 1);
+    /* The RTS waits for context 9; y again takes it. */
+    is_int(quay_comm_create(T.e[0], 9, 3, NULL, &y[0]), 0);
+    quay_irecv(T.e[0], y[0], rb, sizeof rb, 1, 5, &r);
+    tn_pump(&T);
+    ok(tn_good(r, 2000) && tn_good(s, 2000) && memcmp(rb, sb, 2000) == 0);
+    STATES(1, s, "flag declined for a freed communicator", F, SA, SR, SP, D);
+    quay_req_free(T.e[0], r);
+    quay_req_free(T.e[1], s);
+    quay_isend(T.e[2], z[2], sb, 1200, 1, 6, QUAY_SEND_STANDARD, &s2);
+    tn_pump(&T);
+    ok(tn_good(r2, 1200) && tn_good(s2, 1200));
+    quay_req_free(T.e[0], r2);
+    quay_req_free(T.e[2], s2);
+    finish();
+}
+
 static void t_mprobe(void)
 {
     if (!setup(2))
@@ -1762,6 +1839,7 @@ int main(void)
     subtest("RDMA rendezvous (GET, PUT)", t_rndv_rdma);
     subtest("receiver-initiated (RTR / SC)", t_rtr);
     subtest("ANY_SOURCE arbitration", t_arbitrate);
+    subtest("arbitration: communicator freed", t_arbitrate_comm_freed);
     subtest("matched probe", t_mprobe);
     subtest("PROC_NULL and buffered", t_null_buffered);
     subtest("cancel succeeds", t_cancel_succeeds);

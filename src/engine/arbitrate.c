@@ -97,15 +97,41 @@ static uint32_t slot_find(const quay_engine *e, uint32_t ctx, int32_t tag)
 {
     for (uint32_t i = 0; i < e->cfg.any_slots; i++) {
         const any_slot *s = &e->aslots[i];
-        if (s->in_use && s->ctx == ctx && s->tag == tag)
+        if (s->in_use == SLOT_LIVE && s->ctx == ctx && s->tag == tag)
             return i;
     }
     return NO_SLOT;
 }
 
+/* Tell every holder of slot i to drop it; the slot is then free. -1 if
+ * the queue has no room for the withdrawals. */
+static int slot_withdraw(quay_engine *e, uint32_t i)
+{
+    any_slot *s = &e->aslots[i];
+    uint64_t *b = slot_bits(e, i);
+    uint32_t holders = 0;
+    for (uint32_t w = 0; w < e->any_words; w++)
+        holders += (uint32_t)__builtin_popcountll(b[w]);
+    if (rtrq_room(e) < holders)
+        return -1;
+    for (int32_t p = 0; p < e->nranks; p++) {
+        if (!bit_get(b, p))
+            continue;
+        rtr_item *it = rtrq_push_item(e, QUAY_PKT_DISABLE_ANY, p);
+        it->ctx = s->ctx;
+        it->src = s->src;
+        it->slot = ANY_ID(i, s->gen);
+        e->peers[p].rtr_out--;
+    }
+    memset(b, 0, e->any_words * sizeof *b);
+    s->in_use = 0;
+    return 0;
+}
+
 /* A slot for a new pattern: a free one, else the idle one used longest
- * ago, whose holders are told to drop it. NO_SLOT if every slot has
- * receives pending or the queue has no room for the withdrawals. */
+ * ago (a stale one first), whose holders are told to drop it. NO_SLOT if
+ * every slot has receives pending or the queue has no room for the
+ * withdrawals. */
 static uint32_t slot_take(quay_engine *e, uint32_t ctx, int32_t tag, int32_t myrank)
 {
     uint32_t best = NO_SLOT;
@@ -121,32 +147,37 @@ static uint32_t slot_take(quay_engine *e, uint32_t ctx, int32_t tag, int32_t myr
     if (best == NO_SLOT)
         return NO_SLOT;
     any_slot *s = &e->aslots[best];
-    uint64_t *b = slot_bits(e, best);
     if (s->in_use) {
-        uint32_t holders = 0;
-        for (uint32_t w = 0; w < e->any_words; w++)
-            holders += (uint32_t)__builtin_popcountll(b[w]);
-        if (rtrq_room(e) < holders)
+        if (slot_withdraw(e, best) != 0)
             return NO_SLOT;
-        for (int32_t p = 0; p < e->nranks; p++) {
-            if (!bit_get(b, p))
-                continue;
-            rtr_item *it = rtrq_push_item(e, QUAY_PKT_DISABLE_ANY, p);
-            it->ctx = s->ctx;
-            it->src = s->src;
-            it->slot = ANY_ID(best, s->gen);
-            e->peers[p].rtr_out--;
-        }
-        memset(b, 0, e->any_words * sizeof *b);
         e->st.any_evicted++;
     }
     s->gen = (s->gen + 1) & 0xFFFFFFu;
-    s->in_use = 1;
+    s->in_use = SLOT_LIVE;
     s->ctx = ctx;
     s->tag = tag;
     s->src = myrank;
     s->npending = 0;
     return best;
+}
+
+/* A communicator is freed: its announcements are stale. Withdraw them
+ * now, or (no queue room) mark them to be evicted before any other. */
+void arb_comm_freed(quay_engine *e, uint32_t ctx)
+{
+    if (e->aslots == NULL)
+        return;
+    for (uint32_t i = 0; i < e->cfg.any_slots; i++) {
+        any_slot *s = &e->aslots[i];
+        if (s->in_use != SLOT_LIVE || s->ctx != ctx)
+            continue;
+        if (slot_withdraw(e, i) == 0) {
+            e->st.any_evicted++;
+        } else {
+            s->in_use = SLOT_STALE;
+            s->used = 0;
+        }
+    }
 }
 
 void arb_post(quay_engine *e, quay_req *r)
@@ -253,12 +284,15 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
      * pending, the sender forgets the announcement too. */
     any_slot *s = &e->aslots[idx];
     uint64_t *b = slot_bits(e, idx);
+    int current = s->in_use && ANY_ID(idx, s->gen) == m->slot;
     rtr_item *it = rtrq_push_item(e, QUAY_PKT_DISABLE_ANY, peer);
     it->ctx = m->ctx;
-    it->src = c != NULL ? c->myrank : s->src;
+    /* (communicator freed and the slot since reused: our rank in it is
+     * unknown; the sender goes by sreq and ctx) */
+    it->src = c != NULL ? c->myrank : current ? s->src : 0;
     it->sreq = m->sreq;
     it->slot = m->slot;
-    if (s->in_use && ANY_ID(idx, s->gen) == m->slot && s->npending == 0 && bit_get(b, peer)) {
+    if (current && s->npending == 0 && bit_get(b, peer)) {
         bit_clr(b, peer);
         e->peers[peer].rtr_out--;
         it->flags = WIRE_F_DROP;
@@ -427,12 +461,14 @@ static int on_ena(quay_engine *e, int32_t peer, const umsg *m)
     return 0;
 }
 
-/* The answer to our flag must name the send whose flag is out. */
-static quay_req *flagged_send(quay_engine *e, int32_t peer, const umsg *m)
+/* The answer to our flag must name the send whose flag is out (a claim
+ * also our destination's rank: a decline may come from a receiver that
+ * freed the communicator and no longer knows it). */
+static quay_req *flagged_send(quay_engine *e, int32_t peer, const umsg *m, int check_src)
 {
     quay_req *r = req_by_id(e, m->sreq);
     if (r == NULL || r != e->peers[peer].any_send || r->kind != RK_SEND ||
-        r->state != QUAY_RS_SEND_ANY || r->ctx != m->ctx || r->rank != m->src)
+        r->state != QUAY_RS_SEND_ANY || r->ctx != m->ctx || (check_src && r->rank != m->src))
         return NULL;
     return r;
 }
@@ -440,7 +476,7 @@ static quay_req *flagged_send(quay_engine *e, int32_t peer, const umsg *m)
 static int on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
 {
     peer_state *ps = &e->peers[peer];
-    quay_req *r = flagged_send(e, peer, m);
+    quay_req *r = flagged_send(e, peer, m, 1);
     if (r == NULL)
         return QUAY_ESTATE;
     if ((r->flags & RF_ANY_CANCEL) && rtrq_room(e) == 0)
@@ -467,7 +503,7 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
 {
     peer_state *ps = &e->peers[peer];
     quay_req *r = NULL;
-    if (m->sreq != 0 && (r = flagged_send(e, peer, m)) == NULL)
+    if (m->sreq != 0 && (r = flagged_send(e, peer, m, 0)) == NULL)
         return QUAY_ESTATE;
     if (m->sreq == 0 || (m->rflags & WIRE_F_DROP)) {
         int i = find_any(ps, m->slot);

@@ -122,6 +122,7 @@ int quay_comm_free(quay_engine *e, quay_comm *c)
         return QUAY_EINVAL;
     if (c->nreqs != 0 || c->nunexp != 0)
         return QUAY_EBUSY;
+    arb_comm_freed(e, c->ctx);
     qfree(e, c->world);
     qfree(e, c->unexp_src);
     c->world = NULL;

@@ -240,8 +240,11 @@ typedef struct any_slot {
     uint32_t gen;      /* in its id (24 bits): a reused slot is new */
     uint32_t npending; /* RECV_ANY receives that use it */
     uint64_t used;     /* post stamp of its last receive (evict the oldest) */
-    uint8_t in_use;
+    uint8_t in_use;    /* 0, SLOT_LIVE, or SLOT_STALE: its communicator
+                          was freed; it awaits withdrawal, first to go */
 } any_slot;
+#define SLOT_LIVE 1
+#define SLOT_STALE 2
 #define ANY_ID(i, gen) ((uint32_t)(gen) << 8 | (uint32_t)((i) + 1))
 #define ANY_IDX(id) (((id) & 0xFFu) - 1u)
 
@@ -648,6 +651,8 @@ void arb_cancel_send(quay_engine *e, quay_req *r);
  *  QUAY_ESTATE. */
 int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m);
 int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m);
+/** Receiver: communicator ctx is freed: withdraw its announcements. */
+void arb_comm_freed(quay_engine *e, uint32_t ctx);
 /** Peer failure: its flags, claims and announcements go. */
 void arb_peer_failed(quay_engine *e, int32_t peer);
 /** Queue a sequenced control item (caller checked rtrq space). */

@@ -28,6 +28,7 @@
 static const uint8_t snap_magic[8] = {'Q', 'U', 'A', 'Y', 'C', 'T', 'X', 0};
 
 enum { SNAP_SAVE, SNAP_CHECK, SNAP_APPLY };
+enum { ARB_FLAG = 1, ARB_QUEUED = 2 };
 
 /* Section tags (four characters, little-endian). */
 #define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
@@ -68,6 +69,8 @@ typedef struct snap {
     uint32_t *credit_held; /* per peer: restored messages holding credit */
     uint8_t *comm_live;
     int32_t *comm_size; /* per comm slot: size (0 when not live) */
+    uint32_t *slot_users; /* per announcement slot: RECV_ANY naming it */
+    uint8_t *peer_arb;    /* per peer: ARB_FLAG / ARB_QUEUED sends to it */
     uint32_t *comm_ctx;
     /* values read from the blob */
     uint64_t saved_now, saved_stamp;
@@ -698,6 +701,23 @@ static void sx_req_list(snap *s, int which, quay_req **order, uint32_t n_save)
     }
 }
 
+/* CHECK: count what arbitration's tables must agree with (sx_arb). */
+static void check_arb_req(snap *s, const quay_req *r)
+{
+    if (r->state == QUAY_RS_RECV_ANY) {
+        s->slot_users[r->slot - 1]++; /* slot range: req_rdma_ok */
+    } else if (r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) {
+        if (r->peer >= s->e->nranks) {
+            corrupt(s);
+            return;
+        }
+        uint8_t bit = r->state == QUAY_RS_SEND_ANY ? ARB_FLAG : ARB_QUEUED;
+        if (bit == ARB_FLAG && (s->peer_arb[r->peer] & ARB_FLAG))
+            corrupt(s); /* one flag per peer */
+        s->peer_arb[r->peer] |= bit;
+    }
+}
+
 static void sx_reqs(snap *s)
 {
     quay_engine *e = s->e;
@@ -740,6 +760,7 @@ static void sx_reqs(snap *s)
             s->nrdma += (r->flags & RF_ON_RDMAQ) != 0;
             s->fin_owed += (r->flags & RF_FIN_OWED) != 0;
             s->bs_blocks += boff != SNAP_NONE;
+            check_arb_req(s, r);
             if ((req_posted(r) && (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ))) ||
                 (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) == (RF_ON_TXQ | RF_ON_RDMAQ))
                 corrupt(s); /* one link, one list */
@@ -1245,16 +1266,19 @@ static void sx_arb(snap *s)
         if (s->mode == SNAP_SAVE)
             continue;
         /* The receives that use a slot say how many it has. */
-        uint32_t users = 0;
-        if (apply)
-            for (uint32_t k = 0; k < e->nreqs; k++)
-                users += e->reqs[k].state == QUAY_RS_RECV_ANY && e->reqs[k].slot == i + 1;
-        if (t.in_use > 1 || t.gen > 0xFFFFFFu || t.src < 0 || t.tag < QUAY_ANY_TAG ||
-            (!t.in_use && t.npending != 0) || t.npending > e->nreqs ||
-            (apply && users != t.npending))
+        if (t.in_use > SLOT_STALE || t.gen > 0xFFFFFFu || t.src < 0 || t.tag < QUAY_ANY_TAG ||
+            (t.in_use != SLOT_LIVE && t.npending != 0) ||
+            (s->mode == SNAP_CHECK && s->slot_users[i] != t.npending))
             corrupt(s);
         else if (apply)
             e->aslots[i] = t;
+    }
+    if (s->mode == SNAP_CHECK) {
+        /* A peer's queued sends wait behind its flagged one. */
+        for (int32_t p = 0; p < e->nranks && s->err == 0; p++)
+            if (s->peer_arb[p] == ARB_QUEUED)
+                corrupt(s);
+        return;
     }
     if (!apply || s->err != 0)
         return;
@@ -1273,18 +1297,13 @@ static void sx_arb(snap *s)
         if (r->state == QUAY_RS_SEND_QUEUED) {
             order[nq++] = r;
         } else if (r->state == QUAY_RS_SEND_ANY) {
-            if (e->peers[r->peer].any_send != NULL)
-                corrupt(s); /* one flag per peer */
-            e->peers[r->peer].any_send = r;
+            e->peers[r->peer].any_send = r; /* one per peer: checked */
         }
     }
     if (nq > 1)
         qsort(order, nq, sizeof *order, cmp_stamp);
     for (uint32_t k = 0; k < nq; k++) {
-        peer_state *ps = &e->peers[order[k]->peer];
-        if (ps->any_send == NULL && ql_empty(&ps->any_waitq))
-            corrupt(s); /* nothing to wait behind */
-        ql_push_tail(&ps->any_waitq, &order[k]->link);
+        ql_push_tail(&e->peers[order[k]->peer].any_waitq, &order[k]->link);
     }
     qfree(e, order);
 }
@@ -1466,6 +1485,8 @@ static void snap_scratch_free(snap *s)
     qfree(e, s->comm_live);
     qfree(e, s->comm_size);
     qfree(e, s->comm_ctx);
+    qfree(e, s->slot_users);
+    qfree(e, s->peer_arb);
 }
 
 static int snap_scratch(snap *s)
@@ -1483,6 +1504,14 @@ static int snap_scratch(snap *s)
     s->comm_live = qalloc(e, e->ncomms_max);
     s->comm_size = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_size);
     s->comm_ctx = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_ctx);
+    if (e->aslots != NULL) {
+        s->slot_users = qalloc(e, (size_t)e->cfg.any_slots * sizeof *s->slot_users);
+        s->peer_arb = qalloc(e, (size_t)e->nranks);
+        if (!s->slot_users || !s->peer_arb)
+            return QUAY_ENOMEM;
+        memset(s->slot_users, 0, (size_t)e->cfg.any_slots * sizeof *s->slot_users);
+        memset(s->peer_arb, 0, (size_t)e->nranks);
+    }
     if (!s->req_live || !s->req_nout || !s->req_stamp || !s->msg_live || !s->rank_seen ||
         !s->credit_held || !s->region_seen ||
         (e->nregions != 0 && (!s->region_gen || !s->region_int)) ||
