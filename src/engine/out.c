@@ -169,6 +169,28 @@ static int req_has_work(const quay_req *r)
     return r->state == QUAY_RS_SEND_DATA && r->next_frag < r->grant;
 }
 
+/* With RTRs, numbers are assigned before packets can go (an SC waits for
+ * its write): 1 if r's next packet is unnumbered or carries the lowest
+ * number not yet sent to its peer. Sending a later one first could leave
+ * it holding the last descriptor while the receiver, missing the earlier
+ * one, never acknowledges it. */
+static int req_in_seq_turn(const quay_engine *e, const quay_req *r)
+{
+    uint32_t seq;
+    if (r->state == QUAY_RS_SEND_ANY || (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)))
+        seq = r->seq; /* flag or envelope */
+    else if (r->kind == RK_RECV || ((r->flags & RF_NEED_FIN) && r->state != QUAY_RS_SEND_WRITE))
+        return 1; /* CTS or FIN */
+    else if (r->flags & RF_NEED_FIN)
+        seq = r->seq; /* SC */
+    else if (r->flags & RF_CANCEL_WANTED)
+        seq = r->cancel_seq;
+    else
+        return 1; /* DATA */
+    const peer_state *ps = &e->peers[r->peer];
+    return seq == ps->tx_seq - ps->tx_unsent;
+}
+
 int req_emit(quay_req *r, qout *o)
 {
     o->peer = r->peer;
@@ -401,6 +423,8 @@ int out_next_action(quay_engine *e, quay_action *a)
         return 0; /* idle: the common empty pull */
     if (e->ndrain_blocked)
         seq_retry_blocked(e);
+    const quay_req *first_waiting = NULL; /* txq: first one not in turn */
+    int txq_waits = 0;                    /* ... met again: the rest wait */
     for (;;) {
         if (e->loop_head != NULL)
             loop_run(e);
@@ -443,13 +467,23 @@ int out_next_action(quay_engine *e, quay_action *a)
             rdma_fill(e, o, a);
             return 1;
         }
-        if (out_avail(e) && (n = ql_first(&e->txq)) != NULL) {
+        if (!txq_waits && out_avail(e) && (n = ql_first(&e->txq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);
             if (!req_has_work(r)) {
                 txq_leave(e, r);
                 continue;
             }
+            if (e->rtr_pool != NULL && !req_in_seq_turn(e, r)) {
+                /* Not its turn: try the others once round. */
+                ql_push_tail(&e->txq, &r->link);
+                if (r == first_waiting)
+                    txq_waits = 1;
+                else if (first_waiting == NULL)
+                    first_waiting = r;
+                continue;
+            }
+            first_waiting = NULL; /* a number left: turns move on */
             qout *o = out_alloc(e);
             if (req_emit(r, o))
                 ql_push_tail(&e->txq, &r->link); /* round-robin */

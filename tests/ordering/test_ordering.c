@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     const char *files[256];
     const char *faults = NULL;
     int flow = -1, switches = 0, rndv = -1, rtr = -1;
+    const char *rndv_text = NULL;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
@@ -119,7 +120,8 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--any") == 0) {
             rtr = 2;
         } else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) {
-            if (scn_rndv_parse(argv[++i], &rndv) != 0)
+            rndv_text = argv[++i];
+            if (scn_rndv_parse(rndv_text, &rndv) != 0)
                 return usage(), 2;
         } else if (strcmp(argv[i], "--switches") == 0) {
             switches = 1;
@@ -188,6 +190,12 @@ int main(int argc, char **argv)
                      flow == QUAY_FLOW_CREDIT    ? "credit"
                      : flow == QUAY_FLOW_ACKNACK ? "acknack"
                                                  : "none");
+        if (rndv_text != NULL)
+            snprintf(fault_arg + strlen(fault_arg),
+                     sizeof fault_arg - strlen(fault_arg), " --rndv %s", rndv_text);
+        if (rtr > 0)
+            snprintf(fault_arg + strlen(fault_arg),
+                     sizeof fault_arg - strlen(fault_arg), rtr == 2 ? " --any" : " --rtr");
         if (exhaustive) {
             scn_exh ex;
             int rc = scn_run_exhaustive(r, max_runs, &ex);
