@@ -35,7 +35,7 @@ static const int32_t MAPS[NCOMM][NW] = {
     {4, 0, 3, 1, 2}, /* rank 0 is comm rank 1 */
     {2, 3, 0, 4, 1}, /* rank 0 is comm rank 2 */
 };
-static const uint32_t CTX[NCOMM] = {100, 7, 0x80000001u};
+static const uint32_t CTX[NCOMM] = {100, 7, 0x7FFFFFFFu}; /* (2^31 and up: collectives) */
 
 typedef struct rng {
     uint64_t s;

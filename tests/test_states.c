@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <quay/quay_coll.h>
+
 #include "engine/internal.h"
 #include "harness.h"
 #include "testnet.h"
@@ -220,6 +222,7 @@ enum {
     RG = QUAY_RS_RECV_GET,
     RU = QUAY_RS_RECV_PUT,
     RD = QUAY_RS_RDMA,
+    CO = QUAY_RS_COLL,
     D = QUAY_RS_DONE
 };
 
@@ -933,6 +936,27 @@ static void t_arbitrate_comm_freed(void)
     ok(tn_good(r2, 1200) && tn_good(s2, 1200));
     quay_req_free(T.e[0], r2);
     quay_req_free(T.e[2], s2);
+    finish();
+}
+
+/* A collective's request runs (COLL) until its schedule is done; the
+ * schedule's own sends and receives go through the ordinary states. */
+static void t_collective(void)
+{
+    if (!setup(3))
+        return;
+    quay_req *q[3];
+    for (int r = 0; r < 2; r++)
+        is_int(quay_ibarrier(T.e[r], T.world[r], &q[r]), 0);
+    tn_pump(&T);
+    ok(!tn_done(q[0], NULL) && !tn_done(q[1], NULL));
+    is_int(quay_ibarrier(T.e[2], T.world[2], &q[2]), 0);
+    tn_pump(&T);
+    for (int r = 0; r < 3; r++) {
+        ok(tn_good(q[r], 0));
+        STATES(r, q[r], "barrier", F, CO, D);
+        quay_req_free(T.e[r], q[r]);
+    }
     finish();
 }
 
@@ -1805,6 +1829,8 @@ static void t_coverage(void)
         /* ANY_SOURCE arbitration */
         {F, RA},  {RA, D},  {RA, RU}, {F, SA},  {SA, SWR}, {SA, SR}, {SA, SC},
         {F, SQ},  {SQ, SA}, {SQ, SE}, {SQ, SC},
+        /* collectives */
+        {F, CO},  {CO, D},
     };
     int allowed_m[QUAY_RS_COUNT_][QUAY_RS_COUNT_] = {{0}};
     for (size_t i = 0; i < COUNT_OF(allowed); i++) {
@@ -1840,6 +1866,7 @@ int main(void)
     subtest("receiver-initiated (RTR / SC)", t_rtr);
     subtest("ANY_SOURCE arbitration", t_arbitrate);
     subtest("arbitration: communicator freed", t_arbitrate_comm_freed);
+    subtest("collective", t_collective);
     subtest("matched probe", t_mprobe);
     subtest("PROC_NULL and buffered", t_null_buffered);
     subtest("cancel succeeds", t_cancel_succeeds);

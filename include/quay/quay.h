@@ -172,7 +172,7 @@ enum {
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
 };
 
-#define QUAY_CONFIG_VERSION 5
+#define QUAY_CONFIG_VERSION 6
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -301,6 +301,30 @@ typedef struct quay_config {
      *  its holders); when every slot is busy the receive is matched the
      *  sender-initiated way: back-pressure, never failure. Default 8. */
     uint32_t any_slots;
+    /** Collective algorithms (quay_coll.h: QUAY_BARRIER_*, QUAY_BCAST_*,
+     *  QUAY_REDUCE_*, QUAY_ALLREDUCE_*). QUAY_COLL_AUTO (0, default): the
+     *  decision by size and rank count in docs/collectives.md. Every member
+     *  of a communicator must use the same settings. */
+    uint32_t coll_barrier;
+    uint32_t coll_bcast;
+    uint32_t coll_reduce;
+    uint32_t coll_allreduce;
+    /** Degree of the gather-broadcast barrier's tree (2..64). Default 4. */
+    uint32_t coll_tree_degree;
+    /** The collectives' cost model: a message's latency from the start of
+     *  its send until the receiver can pass it on (ns), the sender's busy
+     *  time per message (ns), and the time per byte (ps). They choose the
+     *  optimal broadcast tree (lambda = latency / gap) and the chain's
+     *  segment size. Defaults 2000, 500, 100 (10 GB/s). */
+    uint64_t coll_latency_ns;
+    uint64_t coll_gap_ns;
+    uint64_t coll_ps_per_byte;
+    /** Segment of the pipelined chain broadcast in bytes; 0 (default):
+     *  from the cost model. */
+    size_t coll_segment;
+    /** Collective schedules running at once per channel (1..65536);
+     *  beyond it a collective call answers QUAY_EAGAIN. Default 64. */
+    uint32_t coll_max;
 } quay_config;
 
 /** Rendezvous data movement (quay_config.rndv_mode). */
@@ -399,9 +423,12 @@ QUAY_API quay_engine *quay_engine_channel(quay_engine *e, uint32_t ch);
  * (then nranks must equal the world size). This engine must be a member.
  * The map is copied. Messages that arrived for `context_id` before this
  * call are kept and become matchable now (in arrival order).
+ * Context ids are below 2^31: collectives use context_id | 2^31 (the
+ * communicator's collective twin, created at its first collective).
  * Returns 0, QUAY_EINVAL (also: a world rank listed twice), QUAY_ERANK
- * (not a member / rank out of world), QUAY_ECOMM (context id in use),
- * QUAY_EAGAIN (max_comms reached, or the allocator refused the map).
+ * (not a member / rank out of world), QUAY_ECOMM (context id in use, or
+ * >= 2^31), QUAY_EAGAIN (max_comms reached, or the allocator refused the
+ * map).
  */
 QUAY_API int quay_comm_create(quay_engine *e, uint32_t context_id,
                               int32_t nranks, const int32_t *world_ranks,
@@ -800,7 +827,9 @@ typedef enum quay_req_state {
                                 awaiting SC or UNA_ANY) */
     /* one-sided */
     QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
-    /* both */
+    /* collective (quay_coll.h) */
+    QUAY_RS_COLL,          /**< its schedule is running */
+    /* all */
     QUAY_RS_DONE,
     QUAY_RS_COUNT_
 } quay_req_state;
@@ -917,6 +946,8 @@ typedef struct quay_stats {
                                     a peer's table full, or a pending
                                     undelegated receive) */
     uint64_t any_flags;        /**< interest flags raised (sender side) */
+    uint64_t coll_started;     /**< collective schedules started */
+    uint64_t coll_failed;      /**< ... that completed with an error */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

@@ -22,10 +22,17 @@ void recv_unpost_cancelled(quay_engine *e, quay_req *r)
 
 int quay_cancel(quay_engine *e, quay_req *r)
 {
-    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & RF_INTERNAL))
+    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & (RF_INTERNAL | RF_COLL)))
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
+    if (r->kind == RK_COLL)
+        return QUAY_EINVAL; /* MPI: collectives cannot be cancelled */
+    return req_cancel(e, r);
+}
+
+int req_cancel(quay_engine *e, quay_req *r)
+{
     if (r->state == QUAY_RS_DONE)
         return 0;
     if (r->kind == RK_RECV) {

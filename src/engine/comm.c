@@ -51,6 +51,16 @@ int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
     *pc = NULL;
     if (e->fatal)
         return e->fatal;
+    if ((ctx & QUAY_CTX_COLL) || comm_lookup(e, ctx) != NULL)
+        return QUAY_ECOMM; /* in use, or a collective twin's */
+    if (e->ncomms_user >= e->cfg.max_comms)
+        return QUAY_EAGAIN;
+    return comm_create(e, ctx, nranks, world_ranks, 0, pc);
+}
+
+int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *world_ranks,
+                int internal, quay_comm **pc)
+{
     if (world_ranks == NULL && nranks != e->nranks)
         return QUAY_EINVAL;
     if (comm_lookup(e, ctx) != NULL)
@@ -109,19 +119,18 @@ int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
     ql_init(&c->posted_wild);
     ql_init(&c->unexp_all);
     c->in_use = 1;
+    c->internal = (uint8_t)(internal != 0);
     e->ncomms++;
+    if (!internal)
+        e->ncomms_user++;
     comm_adopt_orphans(e, c);
     *pc = c;
     return 0;
 }
 
-int quay_comm_free(quay_engine *e, quay_comm *c)
+/* Release a communicator slot (no requests, no unexpected messages). */
+static void comm_release(quay_engine *e, quay_comm *c)
 {
-    if (e == NULL || c == NULL || c < e->comms ||
-        c >= e->comms + e->ncomms_max || !c->in_use)
-        return QUAY_EINVAL;
-    if (c->nreqs != 0 || c->nunexp != 0)
-        return QUAY_EBUSY;
     arb_comm_freed(e, c->ctx);
     qfree(e, c->world);
     qfree(e, c->unexp_src);
@@ -131,6 +140,24 @@ int quay_comm_free(quay_engine *e, quay_comm *c)
     if (e->last_comm == c)
         e->last_comm = NULL;
     e->ncomms--;
+    if (!c->internal)
+        e->ncomms_user--;
+    c->coll = NULL;
+    c->internal = 0;
+}
+
+int quay_comm_free(quay_engine *e, quay_comm *c)
+{
+    if (e == NULL || c == NULL || c < e->comms ||
+        c >= e->comms + e->ncomms_max || !c->in_use || c->internal)
+        return QUAY_EINVAL;
+    quay_comm *twin = c->coll;
+    if (c->nreqs != 0 || c->nunexp != 0 ||
+        (twin != NULL && (twin->nreqs != 0 || twin->nunexp != 0)))
+        return QUAY_EBUSY;
+    if (twin != NULL)
+        comm_release(e, twin);
+    comm_release(e, c);
     return 0;
 }
 

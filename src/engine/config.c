@@ -38,6 +38,12 @@ void quay_config_default(quay_config *cfg)
     cfg->rtr_per_peer = 8;
     cfg->rtr_any = 0;
     cfg->any_slots = 8;
+    cfg->coll_tree_degree = 4;
+    cfg->coll_latency_ns = 2000;
+    cfg->coll_gap_ns = 500;
+    cfg->coll_ps_per_byte = 100;
+    cfg->coll_segment = 0;
+    cfg->coll_max = 64;
 }
 
 int config_check(quay_config *c)
@@ -107,6 +113,14 @@ int config_check(quay_config *c)
     /* Arbitration hands out RTR_ANY keys: it rides on receiver-initiated
      * transfers. Slot ids carry the index in 8 bits. */
     if (c->rtr_any > 1 || (c->rtr_any && !c->rtr) || c->any_slots == 0 || c->any_slots > 255)
+        return QUAY_EINVAL;
+    /* Algorithm numbers: quay_coll.h. The postal model needs a positive
+     * gap and a latency of at least one gap (lambda >= 1). */
+    if (c->coll_barrier > 3 || c->coll_bcast > 4 || c->coll_reduce > 1 ||
+        c->coll_allreduce > 3 || c->coll_tree_degree < 2 || c->coll_tree_degree > 64 ||
+        c->coll_gap_ns == 0 || c->coll_latency_ns < c->coll_gap_ns ||
+        c->coll_latency_ns / c->coll_gap_ns > 1000000 || c->coll_max == 0 ||
+        c->coll_max > 65536)
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

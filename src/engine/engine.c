@@ -57,7 +57,7 @@ static int engine_pools(quay_engine *e)
     e->nmsgs = c->max_unexpected;
     e->msgs = qcalloc(e, e->nmsgs, sizeof *e->msgs);
     e->peers = qcalloc(e, (size_t)e->nranks, sizeof *e->peers);
-    e->ncomms_max = c->max_comms;
+    e->ncomms_max = 2 * c->max_comms; /* each may get a collective twin */
     e->comms = qcalloc(e, e->ncomms_max, sizeof *e->comms);
     if (!e->reqs || !e->msgs || !e->peers || !e->comms)
         return QUAY_ENOMEM;
@@ -100,6 +100,9 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     ql_init(&e->rdmaq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
+    ql_init(&e->coll_ready);
+    ql_init(&e->coll_blocked);
+    ql_init(&e->coll_active);
 
     int rc = engine_pools(e);
     if (rc == 0)
@@ -120,6 +123,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
 
 static void channel_free(quay_engine *e)
 {
+    if (e->coll_fini != NULL)
+        e->coll_fini(e);
     context_free_heap(e);
     match_fini(e);
     out_fini(e);
@@ -289,6 +294,8 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
         if (e->trace_fn)
             trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
     }
+    if (!ql_empty(&e->coll_ready))
+        e->coll_progress(e); /* the arrival finished steps: start the next */
     if (e->fatal)
         return e->fatal;
     return rc;
@@ -384,7 +391,11 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
     uint32_t ch = (uint32_t)(token >> OUT_TOKEN_CHAN_SHIFT) & OUT_TOKEN_CHAN_MASK;
     if (ch >= e->nchans)
         return e->fatal ? e->fatal : QUAY_ESTATE;
-    return out_on_op_done(e->chans[ch], token, status);
+    e = e->chans[ch];
+    int rc = out_on_op_done(e, token, status);
+    if (!ql_empty(&e->coll_ready))
+        e->coll_progress(e);
+    return e->fatal ? e->fatal : rc;
 }
 
 /* ---- introspection ----------------------------------------------------------- */

@@ -52,6 +52,7 @@ const char *quay_state_name(int state)
         [QUAY_RS_RECV_RTR] = "RECV_RTR",
         [QUAY_RS_RECV_ANY] = "RECV_ANY",
         [QUAY_RS_RDMA] = "RDMA",
+        [QUAY_RS_COLL] = "COLL",
         [QUAY_RS_DONE] = "DONE",
     };
     if (state < 0 || state >= QUAY_RS_COUNT_)

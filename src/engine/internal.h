@@ -46,7 +46,12 @@
 #define REQ_MAX ((1u << REQ_IDX_BITS) - 1u)
 
 /* Request kinds. */
-enum { RK_SEND = 1, RK_RECV = 2, RK_RDMA = 3 /* one-sided put / get */ };
+enum {
+    RK_SEND = 1,
+    RK_RECV = 2,
+    RK_RDMA = 3, /* one-sided put / get */
+    RK_COLL = 4  /* a collective call's request (src/collectives) */
+};
 
 /* Request flags. */
 enum {
@@ -80,8 +85,11 @@ enum {
                                   r->sreq: SC or UNA_ANY decides */
     RF_ANY_CANCEL = 1u << 25,  /* send ANY: cancelled while its flag is out:
                                   decline a claim, drop a refusal */
+    RF_COLL = 1u << 26,        /* engine-owned step of a collective schedule:
+                                  completion goes to e->coll_hook, then it is
+                                  released (src/collectives/sched.c) */
 };
-#define RF_ALL_FLAGS ((1u << 26) - 1u)
+#define RF_ALL_FLAGS ((1u << 27) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -132,6 +140,7 @@ typedef struct quay_req {
     uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
     uint32_t slot;      /* recv ANY: its announcement's slot index + 1;
                            send ANY: the announcement id it flagged */
+    uint32_t coll_step; /* RF_COLL: its step in the schedule (user) */
 } quay_req;
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
@@ -191,7 +200,14 @@ struct quay_comm {
     uint32_t nplain;     /* posted receives not delegated by an RTR: while
                             any is pending no receive of the comm may be
                             delegated (it could be owed a message first) */
+    struct quay_comm *coll; /* its collective twin (context | QUAY_CTX_COLL),
+                               created at its first collective, or NULL */
+    uint8_t internal;    /* a collective twin: not the user's to use */
+    uint32_t coll_seq;   /* collectives called on it so far */
 };
+/* The bit that makes a communicator's context id its collective twin's.
+ * User context ids are below it. */
+#define QUAY_CTX_COLL 0x80000000u
 
 /* A sender's record of one RTR (rtr.c): a receive delegated to us. */
 typedef struct rtr_ent {
@@ -414,6 +430,16 @@ struct quay_engine {
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     uint32_t ndrain_blocked;
 
+    /* collectives (src/collectives): the engine only calls these hooks */
+    void (*coll_hook)(quay_engine *e, quay_req *r); /* an RF_COLL request is done */
+    void (*coll_progress)(quay_engine *e);          /* run schedules with work */
+    void (*coll_fini)(quay_engine *e);              /* free them (engine free) */
+    qlink coll_ready;    /* schedules with steps to start */
+    qlink coll_blocked;  /* ... that found no request or control slot */
+    qlink coll_active;   /* every running schedule */
+    uint32_t coll_nactive;
+    uint32_t ncomms_user;/* communicators the user created (twins aside) */
+
     peer_state *peers;
     quay_comm *comms;
     uint32_t ncomms_max;
@@ -459,6 +485,24 @@ struct quay_engine {
 
 /* Channel handles: the root for transport calls, channel k for the rest. */
 static inline quay_engine *engine_root(quay_engine *e) { return e->root; }
+
+/* ---- engine-internal sends and receives (p2p.c) -------------------------- */
+/** Post a send on c (arguments already valid, dst not PROC_NULL) as an
+ *  engine-owned request: rflags (e.g. RF_COLL), user and step are set
+ *  before anything can complete it. *preq may be released by the time
+ *  this returns if it completed at once (RF_COLL: its hook has run). */
+int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
+                  int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
+                  quay_req **preq);
+/** The same for a receive (src a comm rank or QUAY_ANY_SOURCE). */
+int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                  int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
+/** Cancel r (arguments checked by the caller), as quay_cancel. */
+int req_cancel(quay_engine *e, quay_req *r);
+/** Create a communicator (quay_comm_create without the user's checks on
+ *  ctx); internal marks a collective twin. */
+int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *world_ranks,
+                int internal, quay_comm **pc);
 
 /* ---- config (config.c) ---------------------------------------------------- */
 /** Validate and normalise the engine's copy of the caller's config. */

@@ -40,6 +40,19 @@ static inline void ql_remove(qlink *n)
     n->next = n->prev = n;
 }
 
+/** Move every node of list `from` to the tail of list h, in order. */
+static inline void ql_splice_tail(qlink *h, qlink *from)
+{
+    if (from->next == from)
+        return;
+    qlink *first = from->next, *last = from->prev;
+    first->prev = h->prev;
+    h->prev->next = first;
+    last->next = h;
+    h->prev = last;
+    from->next = from->prev = from;
+}
+
 /** First node or NULL. */
 static inline qlink *ql_first(const qlink *h)
 {

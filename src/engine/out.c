@@ -73,6 +73,12 @@ static ctrl_item ctrl_pop(quay_engine *e)
     return it;
 }
 
+/* Schedules wait for a request and a control slot (sched.c): both free? */
+static int coll_unblockable(const quay_engine *e)
+{
+    return !ql_empty(&e->coll_blocked) && e->req_free != NULL && ctrl_space(e);
+}
+
 /* ---- descriptors ------------------------------------------------------------------- */
 
 /* A descriptor may be taken for a packet (anything but an ACK-only frame). */
@@ -410,6 +416,7 @@ int out_has_actions(const quay_engine *e)
     if (e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
+           !ql_empty(&e->coll_ready) || coll_unblockable(e) ||
            !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
            (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
@@ -423,6 +430,10 @@ int out_next_action(quay_engine *e, quay_action *a)
         return 0; /* idle: the common empty pull */
     if (e->ndrain_blocked)
         seq_retry_blocked(e);
+    if (coll_unblockable(e))
+        ql_splice_tail(&e->coll_ready, &e->coll_blocked);
+    if (!ql_empty(&e->coll_ready))
+        e->coll_progress(e);
     const quay_req *first_waiting = NULL; /* txq: first one not in turn */
     int txq_waits = 0;                    /* ... met again: the rest wait */
     for (;;) {

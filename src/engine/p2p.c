@@ -10,7 +10,7 @@
 static int comm_ok(const quay_engine *e, const quay_comm *c)
 {
     return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max &&
-           c->in_use;
+           c->in_use && !c->internal;
 }
 
 /* A request that completes at once as a transfer with the null process. */
@@ -128,9 +128,19 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
         return 0;
     }
 
+    return p2p_send_post(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
+}
+
+int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
+                  int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
+                  quay_req **preq)
+{
     quay_req *r = req_alloc(e, RK_SEND, c);
     if (r == NULL)
         return QUAY_EAGAIN;
+    r->flags = rflags;
+    r->user = user;
+    r->coll_step = step;
     *preq = r;
     if (e->peers[c->world[dst]].failed) {
         /* The peer was declared failed: nothing will reach it. */
@@ -205,13 +215,21 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
         return rc;
     if (src == QUAY_PROC_NULL)
         return proc_null_req(e, c, RK_RECV, tag, preq);
+    return p2p_recv_post(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
+}
 
+int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                  int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq)
+{
     umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
     if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))
         return QUAY_EAGAIN;
     quay_req *r = req_alloc(e, RK_RECV, c);
     if (r == NULL)
         return QUAY_EAGAIN;
+    r->flags = rflags;
+    r->user = user;
+    r->coll_step = step;
     r->rank = src;
     r->tag = tag;
     r->u.rbuf = buf;

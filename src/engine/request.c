@@ -68,6 +68,11 @@ void req_complete(quay_engine *e, quay_req *r)
         rndv_rdma_release(e, r);
     if (r->flags & RF_INTERNAL)
         bsend_release(e, r->bsend_block);
+    if (r->flags & RF_COLL) {
+        e->coll_hook(e, r); /* reads the status, then lets it go */
+        req_release(e, r);
+        return;
+    }
     if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {
         req_release(e, r);
         return;
@@ -126,7 +131,7 @@ int quay_req_test(const quay_req *r, quay_status *st)
 
 int quay_req_free(quay_engine *e, quay_req *r)
 {
-    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & RF_INTERNAL))
+    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & (RF_INTERNAL | RF_COLL)))
         return QUAY_EINVAL;
     if (r->flags & RF_USER_FREED)
         return QUAY_EINVAL;

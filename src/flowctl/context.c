@@ -18,6 +18,8 @@ int context_switchable(const quay_engine *e)
         return e->fatal;
     if (quay_channel_is_stable(e) != 1 || e->loop_head != NULL)
         return QUAY_EBUSY;
+    if (e->coll_nactive != 0)
+        return QUAY_EBUSY; /* a collective schedule is running */
     return 0;
 }
 
@@ -70,6 +72,7 @@ void context_reset(quay_engine *e, uint32_t key)
     context_free_heap(e);
     memset(e->comms, 0, (size_t)e->ncomms_max * sizeof *e->comms);
     e->ncomms = 0;
+    e->ncomms_user = 0;
     e->last_comm = NULL;
 
     /* Free slots are already clean (req_release, umsg_free); only live

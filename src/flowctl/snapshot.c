@@ -21,7 +21,7 @@
 
 #include "flowctl/crc32c.h"
 
-#define SNAP_VERSION 3u
+#define SNAP_VERSION 4u
 #define SNAP_NONE UINT32_MAX
 #define SNAP_HDR_LEN 16u /* magic 8, version 4, total length 4 */
 
@@ -386,6 +386,49 @@ static void sx_regions(snap *s)
 
 /* ---- communicators --------------------------------------------------------------- */
 
+/* A collective twin (context | QUAY_CTX_COLL) belongs to the user
+ * communicator of its context, with the same size and rank: CHECK that
+ * it has one, APPLY links it. */
+static void comms_link_twins(snap *s)
+{
+    quay_engine *e = s->e;
+    if (s->mode == SNAP_SAVE || s->err != 0)
+        return;
+    uint32_t nuser = 0;
+    for (uint32_t i = 0; i < e->ncomms_max; i++)
+        nuser += s->mode == SNAP_CHECK && s->comm_live[i] && !(s->comm_ctx[i] & QUAY_CTX_COLL);
+    if (nuser > e->cfg.max_comms)
+        corrupt(s);
+    for (uint32_t i = 0; i < e->ncomms_max; i++) {
+        uint32_t ctx;
+        int32_t size;
+        if (s->mode == SNAP_CHECK) {
+            if (!s->comm_live[i] || !(s->comm_ctx[i] & QUAY_CTX_COLL))
+                continue;
+            ctx = s->comm_ctx[i];
+            size = s->comm_size[i];
+        } else {
+            if (!e->comms[i].in_use || !e->comms[i].internal)
+                continue;
+            ctx = e->comms[i].ctx;
+            size = e->comms[i].size;
+        }
+        uint32_t p = 0;
+        for (; p < e->ncomms_max; p++) {
+            int live = s->mode == SNAP_CHECK ? s->comm_live[p] : e->comms[p].in_use;
+            uint32_t pctx = s->mode == SNAP_CHECK ? s->comm_ctx[p] : e->comms[p].ctx;
+            if (live && pctx == (ctx & ~QUAY_CTX_COLL))
+                break;
+        }
+        int32_t psize = p == e->ncomms_max ? 0
+                        : s->mode == SNAP_CHECK ? s->comm_size[p] : e->comms[p].size;
+        if (psize != size)
+            corrupt(s);
+        else if (s->mode == SNAP_APPLY)
+            e->comms[p].coll = &e->comms[i];
+    }
+}
+
 static void sx_comms(snap *s)
 {
     quay_engine *e = s->e;
@@ -407,6 +450,7 @@ static void sx_comms(snap *s)
         sx_u32(s, &c->ctx);
         sx_i32(s, &c->size);
         sx_i32(s, &c->myrank);
+        sx_u32(s, &c->coll_seq);
         if (s->mode == SNAP_SAVE) {
             for (int32_t i = 0; i < c->size; i++)
                 sx_i32(s, &c->world[i]);
@@ -451,6 +495,8 @@ static void sx_comms(snap *s)
         d->ctx = c->ctx;
         d->size = c->size;
         d->myrank = c->myrank;
+        d->coll_seq = c->coll_seq;
+        d->internal = (c->ctx & QUAY_CTX_COLL) != 0;
         for (int32_t i = 0; i < c->size; i++) {
             sx_i32(s, &d->world[i]);
             ql_init(&d->unexp_src[i]);
@@ -459,7 +505,9 @@ static void sx_comms(snap *s)
         ql_init(&d->unexp_all);
         d->in_use = 1;
         e->ncomms++;
+        e->ncomms_user += !d->internal;
     }
+    comms_link_twins(s);
 }
 
 /* ---- requests ------------------------------------------------------------------- */
@@ -543,8 +591,9 @@ static int req_rdma_ok(const snap *s, const quay_req *r)
 static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t boff)
 {
     const quay_engine *e = s->e;
-    if ((r->kind != RK_SEND && r->kind != RK_RECV && r->kind != RK_RDMA) ||
-        !req_state_ok(r) ||
+    if ((r->kind != RK_SEND && r->kind != RK_RECV && r->kind != RK_RDMA &&
+         !(r->kind == RK_COLL && r->state == QUAY_RS_DONE)) ||
+        (r->flags & RF_COLL) || !req_state_ok(r) ||
         r->mode > QUAY_SEND_BUFFERED || r->saved_state >= QUAY_RS_COUNT_ ||
         (r->flags & ~RF_ALL_FLAGS) || r->peer < -1 || r->peer >= e->nranks ||
         r->stamp > s->saved_stamp)

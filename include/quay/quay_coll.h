@@ -1,0 +1,153 @@
+/*
+ * quay_coll.h — collectives on a quay engine: barrier, broadcast, reduce
+ * and allreduce, each non-blocking (docs/collectives.md).
+ *
+ * A collective call builds a schedule, a small graph of steps (send,
+ * receive, local reduce, copy) with dependency counts, and returns a
+ * request that completes like any other (quay_req_test, COMPLETE action,
+ * quay_req_free). Every member of the communicator must make the same
+ * collective calls on it in the same order (MPI's rule); calls on
+ * different communicators, and several outstanding calls on one, never
+ * cross: each schedule's messages travel on the communicator's collective
+ * context under its own sequence number. Messages for a collective this
+ * rank has not called yet wait as unexpected messages (bounded like any
+ * others, under back-pressure) until it does.
+ *
+ * The blocking forms are the call followed by progress until the request
+ * completes.
+ */
+#ifndef QUAY_COLL_H
+#define QUAY_COLL_H
+
+#include <quay/quay.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Element types of reductions (fixed width, host byte order). */
+typedef enum quay_dtype {
+    QUAY_INT8 = 1,
+    QUAY_UINT8,
+    QUAY_INT16,
+    QUAY_UINT16,
+    QUAY_INT32,
+    QUAY_UINT32,
+    QUAY_INT64,
+    QUAY_UINT64,
+    QUAY_FLOAT,
+    QUAY_DOUBLE,
+    QUAY_DTYPE_COUNT_
+} quay_dtype;
+
+/** Predefined reduction operations (MPI's). SUM and PROD on integers wrap
+ *  (two's complement); the bitwise ops and the logical ones (result 0 or
+ *  1) are defined on integer types only. */
+typedef enum quay_op_kind {
+    QUAY_OP_SUM = 1,
+    QUAY_OP_PROD,
+    QUAY_OP_MIN,
+    QUAY_OP_MAX,
+    QUAY_OP_BAND,
+    QUAY_OP_BOR,
+    QUAY_OP_BXOR,
+    QUAY_OP_LAND,
+    QUAY_OP_LOR,
+    QUAY_OP_LXOR,
+    /** A user function (quay_op.fn). */
+    QUAY_OP_USER,
+    QUAY_OP_COUNT_
+} quay_op_kind;
+
+/** A user reduction, MPI style: for i < count, inout[i] = in[i] op
+ *  inout[i], where `in` holds the operand of the lower ranks. It must not
+ *  call into the engine. */
+typedef void (*quay_user_fn)(const void *in, void *inout, size_t count, quay_dtype dt,
+                             void *ctx);
+
+/** A reduction operation. Predefined: {QUAY_OP_SUM} etc. (other fields
+ *  ignored, always commutative). User: {QUAY_OP_USER, commutative, fn,
+ *  ctx}; a non-commutative op is applied in rank order, i.e. the result
+ *  is x0 op x1 op ... op x(n-1), by an order-preserving algorithm. The
+ *  call copies the struct. */
+typedef struct quay_op {
+    quay_op_kind kind;
+    int commutative;
+    quay_user_fn fn;
+    void *ctx;
+} quay_op;
+
+/** Send buffer of quay_ireduce (at the root) and quay_iallreduce: the
+ *  input is already in the receive buffer, which the result replaces. */
+#define QUAY_IN_PLACE ((const void *)1)
+
+/** Collective algorithms (quay_config.coll_*). 0 = automatic: the
+ *  decision by size and rank count documented in docs/collectives.md. */
+enum {
+    QUAY_COLL_AUTO = 0,
+    /** Barrier: round k, send to rank + 2^k, receive from rank - 2^k
+     *  (mod n); ceil(log2 n) rounds for any n. */
+    QUAY_BARRIER_DISSEMINATION = 1,
+    /** Barrier: pairwise exchange with rank XOR 2^k [NIC ch. 3]; ranks past
+     *  the largest power of two pair with one inside: floor(log2 n) + 2
+     *  steps. */
+    QUAY_BARRIER_PAIRWISE = 2,
+    /** Barrier: gather up a tree of degree coll_tree_degree, broadcast
+     *  down [NIC ch. 3 "GB"]. */
+    QUAY_BARRIER_TREE = 3,
+    /** Bcast: binomial tree. */
+    QUAY_BCAST_BINOMIAL = 1,
+    /** Bcast: the latency-optimal multicast tree of the postal model [NIC
+     *  ch. 2] for lambda = coll_latency_ns / coll_gap_ns. */
+    QUAY_BCAST_OPTIMAL_TREE = 2,
+    /** Bcast: pipelined chain, segment size from the cost model (or
+     *  coll_segment). */
+    QUAY_BCAST_CHAIN = 3,
+    /** Bcast: binomial scatter, then ring allgather (van de Geijn). */
+    QUAY_BCAST_SCATTER_ALLGATHER = 4,
+    /** Reduce: binomial tree (in rank order for non-commutative ops). */
+    QUAY_REDUCE_BINOMIAL = 1,
+    /** Allreduce: recursive doubling (any op). */
+    QUAY_ALLREDUCE_RECURSIVE_DOUBLING = 1,
+    /** Allreduce: recursive halving reduce-scatter, recursive doubling
+     *  allgather (Rabenseifner; commutative ops). */
+    QUAY_ALLREDUCE_RABENSEIFNER = 2,
+    /** Allreduce: ring reduce-scatter and allgather (commutative ops). */
+    QUAY_ALLREDUCE_RING = 3,
+};
+
+/** Size in bytes of one element of dt, or 0 if dt is not a quay_dtype. */
+QUAY_API size_t quay_dtype_size(quay_dtype dt);
+
+/** 0 if op may reduce elements of type dt, else QUAY_EINVAL. */
+QUAY_API int quay_op_check(const quay_op *op, quay_dtype dt);
+
+/** inout[i] = in[i] op inout[i] for i < count (MPI_Reduce_local). */
+QUAY_API int quay_reduce_local(const void *in, void *inout, size_t count, quay_dtype dt,
+                               const quay_op *op);
+
+/** Non-blocking barrier: completes once every member has called it. */
+QUAY_API int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req);
+
+/** Non-blocking broadcast of len bytes from root's buf into everyone's
+ *  buf (every member passes the same len). */
+QUAY_API int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
+                         quay_req **req);
+
+/** Non-blocking reduce of count elements to root: root's rbuf = x0 op x1
+ *  op ... op x(n-1), where xi is rank i's sbuf. rbuf matters only at the
+ *  root; sbuf may be QUAY_IN_PLACE there. */
+QUAY_API int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf,
+                          size_t count, quay_dtype dt, const quay_op *op, int32_t root,
+                          quay_req **req);
+
+/** Non-blocking allreduce: every member's rbuf gets the reduction of all
+ *  sbufs; sbuf may be QUAY_IN_PLACE. */
+QUAY_API int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf,
+                             size_t count, quay_dtype dt, const quay_op *op, quay_req **req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUAY_COLL_H */

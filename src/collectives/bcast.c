@@ -1,0 +1,147 @@
+/*
+ * bcast.c — broadcast schedules: binomial tree, the postal model's
+ * optimal multicast tree [NIC ch. 2], pipelined chain, and scatter +
+ * ring allgather (van de Geijn). Ranks are relative to the root
+ * (v = (rank - root) mod n); everything lands in the caller's buffer.
+ */
+#include "collectives/coll.h"
+
+#include "collectives/tree.h"
+
+/* Chain segments in flight: bounded so that a long message does not take
+ * the whole request pool. */
+#define CHAIN_MAX_SEGS 256u
+
+static int32_t real_rank(const coll_sched *s, int32_t v, int32_t root)
+{
+    return (v + root) % s->size;
+}
+
+/* Receive the whole message from the parent, then send it to each child
+ * in order. */
+static void tree_bcast(coll_sched *s, size_t len, int32_t root, int32_t parent,
+                       const int32_t *kids, int nkids)
+{
+    uint32_t got = CS_NONE;
+    if (parent >= 0)
+        got = cs_recv(s, real_rank(s, parent, root), CB_RECV, 0, len, 0);
+    for (int k = 0; k < nkids; k++)
+        cs_dep(s, got, cs_send(s, real_rank(s, kids[k], root), CB_RECV, 0, len, 0));
+}
+
+static void binomial(coll_sched *s, size_t len, int32_t root)
+{
+    int32_t v = (s->rank - root + s->size) % s->size, kids[32];
+    int nk = tree_binomial_children(v, s->size, kids, 32);
+    tree_bcast(s, len, root, tree_binomial_parent(v, s->size), kids, nk);
+}
+
+/* The tree of the postal model for lambda = latency / gap: the whole
+ * tree is computed (O(n)); every member computes the same one. */
+static void optimal_tree(coll_sched *s, size_t len, int32_t root)
+{
+    quay_engine *e = s->e;
+    int32_t n = s->size, v = (s->rank - root + n) % n;
+    uint64_t lam = e->cfg.coll_latency_ns * 1000 / e->cfg.coll_gap_ns;
+    int32_t *parent = qalloc(e, (size_t)n * sizeof *parent);
+    int32_t *first = qalloc(e, ((size_t)n + 1) * sizeof *first);
+    int32_t *kids = qalloc(e, (size_t)n * sizeof *kids);
+    uint64_t *scratch = qalloc(e, 4 * (size_t)n * sizeof *scratch);
+    if (parent == NULL || first == NULL || kids == NULL || scratch == NULL) {
+        s->err = QUAY_EAGAIN;
+    } else {
+        tree_postal(n, (uint32_t)(lam < 1000 ? 1000 : lam > UINT32_MAX ? UINT32_MAX : lam),
+                    parent, first, kids, scratch);
+        tree_bcast(s, len, root, parent[v], kids + first[v], first[v + 1] - first[v]);
+    }
+    qfree(e, parent);
+    qfree(e, first);
+    qfree(e, kids);
+    qfree(e, scratch);
+}
+
+/* v receives segment i from v - 1 and passes it to v + 1 at once. */
+static void chain(coll_sched *s, size_t len, int32_t root)
+{
+    const quay_config *cfg = &s->e->cfg;
+    int32_t n = s->size, v = (s->rank - root + n) % n;
+    size_t seg = cfg->coll_segment;
+    if (seg == 0)
+        seg = tree_chain_segment(len, n, cfg->coll_latency_ns, cfg->coll_ps_per_byte, 1024,
+                                 CHAIN_MAX_SEGS);
+    if (seg < (len + CHAIN_MAX_SEGS - 1) / CHAIN_MAX_SEGS)
+        seg = (len + CHAIN_MAX_SEGS - 1) / CHAIN_MAX_SEGS;
+    if (seg == 0)
+        seg = 1;
+    for (size_t off = 0, i = 0; off < len; off += seg, i++) {
+        size_t n_i = len - off < seg ? len - off : seg;
+        uint32_t got = CS_NONE;
+        if (v > 0)
+            got = cs_recv(s, real_rank(s, v - 1, root), CB_RECV, off, n_i, (uint32_t)i);
+        if (v < n - 1)
+            cs_dep(s, got, cs_send(s, real_rank(s, v + 1, root), CB_RECV, off, n_i, (uint32_t)i));
+    }
+}
+
+/* Chunk c of n: bytes [c * chunk, min((c + 1) * chunk, len)). */
+static size_t chunk_off(size_t c, size_t chunk, size_t len)
+{
+    size_t o = c * chunk;
+    return o < len ? o : len;
+}
+
+/* Binomial scatter of chunks (v gets its subtree's chunks from its
+ * parent), then a ring allgather: step j sends chunk v - j to the right
+ * and receives chunk v - j - 1 from the left. Sub-tags: 0 scatter, 1 + j
+ * ring. */
+static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
+{
+    int32_t n = s->size, v = (s->rank - root + n) % n, kids[32];
+    size_t chunk = (len + (size_t)n - 1) / (size_t)n;
+    int32_t parent = tree_binomial_parent(v, n);
+    uint32_t got = CS_NONE;
+    if (parent >= 0) {
+        size_t lo = chunk_off((size_t)v, chunk, len);
+        size_t hi = chunk_off((size_t)v + (size_t)tree_binomial_subtree(v, n), chunk, len);
+        got = cs_recv(s, real_rank(s, parent, root), CB_RECV, lo, hi - lo, 0);
+    }
+    /* The ring writes chunks the scatter may still be sending from. */
+    uint32_t scattered = cs_join(s);
+    cs_dep(s, got, scattered);
+    int nk = tree_binomial_children(v, n, kids, 32);
+    for (int k = 0; k < nk; k++) {
+        size_t lo = chunk_off((size_t)kids[k], chunk, len);
+        size_t hi = chunk_off((size_t)kids[k] + (size_t)tree_binomial_subtree(kids[k], n),
+                              chunk, len);
+        uint32_t snd = cs_send(s, real_rank(s, kids[k], root), CB_RECV, lo, hi - lo, 0);
+        cs_dep(s, got, snd);
+        cs_dep(s, snd, scattered);
+    }
+    int32_t right = real_rank(s, (v + 1) % n, root), left = real_rank(s, (v + n - 1) % n, root);
+    uint32_t prev = got; /* sending only reads: the scatter's sends may go on */
+    for (int32_t j = 0; j < n - 1; j++) {
+        size_t cs = (size_t)((v - j + n) % n), cr = (size_t)((v - j - 1 + 2 * n) % n);
+        size_t so = chunk_off(cs, chunk, len), ro = chunk_off(cr, chunk, len);
+        uint32_t snd = cs_send(s, right, CB_RECV, so, chunk_off(cs + 1, chunk, len) - so,
+                               1 + (uint32_t)j);
+        uint32_t rcv = cs_recv(s, left, CB_RECV, ro, chunk_off(cr + 1, chunk, len) - ro,
+                               1 + (uint32_t)j);
+        cs_dep(s, prev, snd);
+        cs_dep(s, scattered, rcv);
+        prev = rcv;
+    }
+}
+
+void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root)
+{
+    if (s->size == 1 || len == 0)
+        return; /* nothing to move: every member's call completes at once */
+    if (alg == QUAY_BCAST_SCATTER_ALLGATHER && (uint32_t)s->size > CS_SUBTAG_MAX)
+        alg = QUAY_BCAST_BINOMIAL; /* a sub-tag per ring step */
+    switch (alg) {
+    case QUAY_BCAST_OPTIMAL_TREE: optimal_tree(s, len, root); break;
+    case QUAY_BCAST_CHAIN: chain(s, len, root); break;
+    case QUAY_BCAST_SCATTER_ALLGATHER: scatter_allgather(s, len, root); break;
+    default: binomial(s, len, root); break;
+    }
+}

@@ -1,0 +1,169 @@
+/*
+ * coll.c — the collective calls: argument checks, the algorithm decision
+ * (docs/collectives.md), building and starting the schedule.
+ */
+#include "collectives/coll.h"
+
+#include "collectives/ops.h"
+
+static int comm_usable(const quay_engine *e, const quay_comm *c)
+{
+    return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max && c->in_use &&
+           !c->internal;
+}
+
+static int common_args(quay_engine *e, quay_comm *c, quay_req **req)
+{
+    if (e == NULL || req == NULL)
+        return QUAY_EINVAL;
+    *req = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_usable(e, c))
+        return QUAY_EINVAL;
+    return 0;
+}
+
+static int32_t pof2_below(int32_t n)
+{
+    int32_t p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+/* ---- decisions ------------------------------------------------------------------- */
+
+static uint32_t pick_bcast(const quay_engine *e, size_t len, int32_t n)
+{
+    if (e->cfg.coll_bcast != QUAY_COLL_AUTO)
+        return e->cfg.coll_bcast;
+    if (len < 12288 || n < 8)
+        return QUAY_BCAST_BINOMIAL; /* latency bound: log n messages */
+    if (len < 524288)
+        return QUAY_BCAST_SCATTER_ALLGATHER; /* ~2 len per rank, log n + n steps */
+    return QUAY_BCAST_CHAIN; /* bandwidth bound: pipelined, len per rank */
+}
+
+static uint32_t pick_allreduce(const quay_engine *e, size_t count, size_t esize, int32_t n,
+                               int commutative)
+{
+    /* The split algorithms reorder operands: only recursive doubling
+     * keeps rank order. */
+    if (!commutative)
+        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
+    uint32_t a = e->cfg.coll_allreduce;
+    if (a == QUAY_ALLREDUCE_RING && 2 * (uint64_t)n - 2 > CS_SUBTAG_MAX)
+        a = QUAY_ALLREDUCE_RABENSEIFNER; /* sub-tags: one per ring step */
+    if (a != QUAY_COLL_AUTO)
+        return a;
+    /* Short: log n rounds of the whole vector beat any split. Long:
+     * Rabenseifner moves 2 len per rank in 2 log n rounds; the ring moves
+     * as much in 2(n - 1) rounds, worth it only for few ranks. */
+    size_t bytes = count * esize;
+    if (bytes <= 2048 || count < (size_t)pof2_below(n))
+        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
+    if (n <= 8 && bytes >= 1048576)
+        return QUAY_ALLREDUCE_RING;
+    return QUAY_ALLREDUCE_RABENSEIFNER;
+}
+
+/* ---- calls ---------------------------------------------------------------------- */
+
+int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
+{
+    int rc = common_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    coll_sched *s = sched_new(e, c, &rc);
+    if (s == NULL)
+        return rc;
+    uint32_t alg = e->cfg.coll_barrier;
+    if (alg == QUAY_COLL_AUTO)
+        alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
+    coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
+    return sched_start(s, req);
+}
+
+int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
+                quay_req **req)
+{
+    int rc = common_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    if (buf == NULL && len != 0)
+        return QUAY_EINVAL;
+    if (root < 0 || root >= c->size)
+        return QUAY_ERANK;
+    coll_sched *s = sched_new(e, c, &rc);
+    if (s == NULL)
+        return rc;
+    s->rbuf = buf;
+    s->sbuf = buf;
+    coll_build_bcast(s, pick_bcast(e, len, c->size), len, root);
+    return sched_start(s, req);
+}
+
+/* Checks shared by reduce and allreduce; sets up the schedule's op. */
+static int reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void *rbuf,
+                       size_t count, quay_dtype dt, const quay_op *op, int need_rbuf,
+                       quay_req **req)
+{
+    int rc = common_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    if (op == NULL || op_check(op, dt) != 0)
+        return QUAY_EINVAL;
+    size_t es = op_dtype_size(dt);
+    if (count > SIZE_MAX / es / 4)
+        return QUAY_EINVAL; /* temporaries are a few times the data */
+    if (count != 0 && (sbuf == NULL || (need_rbuf && rbuf == NULL)))
+        return QUAY_EINVAL;
+    if (sbuf == QUAY_IN_PLACE && (!need_rbuf || rbuf == NULL))
+        return QUAY_EINVAL;
+    return 0;
+}
+
+static void set_op(coll_sched *s, const void *sbuf, void *rbuf, quay_dtype dt,
+                   const quay_op *op)
+{
+    s->op = *op;
+    s->dt = dt;
+    s->esize = op_dtype_size(dt);
+    s->sbuf = sbuf == QUAY_IN_PLACE ? NULL : sbuf;
+    s->rbuf = rbuf;
+}
+
+int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
+                 quay_dtype dt, const quay_op *op, int32_t root, quay_req **req)
+{
+    int rc = common_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    if (root < 0 || root >= c->size)
+        return QUAY_ERANK;
+    rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, root == c->myrank, req);
+    if (rc != 0)
+        return rc;
+    coll_sched *s = sched_new(e, c, &rc);
+    if (s == NULL)
+        return rc;
+    set_op(s, sbuf, rbuf, dt, op);
+    coll_build_reduce(s, count, root, sbuf == QUAY_IN_PLACE);
+    return sched_start(s, req);
+}
+
+int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
+                    quay_dtype dt, const quay_op *op, quay_req **req)
+{
+    int rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, 1, req);
+    if (rc != 0)
+        return rc;
+    coll_sched *s = sched_new(e, c, &rc);
+    if (s == NULL)
+        return rc;
+    set_op(s, sbuf, rbuf, dt, op);
+    uint32_t alg = pick_allreduce(e, count, s->esize, c->size, op_commutative(op));
+    coll_build_allreduce(s, alg, count, sbuf == QUAY_IN_PLACE);
+    return sched_start(s, req);
+}

@@ -1,0 +1,119 @@
+/*
+ * coll.h — collective schedules (internal to src/collectives).
+ *
+ * A collective call builds a schedule: an array of steps (send, receive,
+ * local reduce, copy, join) and the edges "step a before step b". Each
+ * step starts when every step before it is done; the schedule completes
+ * its user request when every step is done. Sends and receives are engine
+ * requests (RF_COLL) on the communicator's collective twin, tagged with
+ * the schedule's sequence number and the step's sub-tag, so that messages
+ * of different collectives, and of different rounds of one, never match
+ * each other. Their completion marks the step done (the engine's
+ * coll_hook) and queues the schedule on e->coll_ready; e->coll_progress
+ * starts what became ready, outside the packet path (no recursion).
+ *
+ * Buffers are named, not pointed to, while building (the schedule owns a
+ * temporary area allocated once it is finalized): CB_SEND (the caller's
+ * send buffer, read only), CB_RECV (the caller's receive buffer) and
+ * CB_TMP.
+ */
+#ifndef QUAY_COLL_INTERNAL_H
+#define QUAY_COLL_INTERNAL_H
+
+#include <quay/quay_coll.h>
+
+#include "engine/internal.h"
+
+enum { CS_SEND = 1, CS_RECV, CS_REDUCE, CS_COPY, CS_JOIN };
+enum { CB_SEND = 0, CB_RECV = 1, CB_TMP = 2 };
+enum { CST_WAIT = 0, CST_READY, CST_RUNNING, CST_DONE };
+
+/* No step (an edge to or from it is ignored). */
+#define CS_NONE UINT32_MAX
+/* Sub-tags: 15 bits; the schedule's sequence number takes the 16 above. */
+#define CS_SUBTAG_MAX 0x7FFFu
+
+typedef struct coll_step {
+    uint8_t kind;      /* CS_* */
+    uint8_t state;     /* CST_* */
+    uint8_t buf;       /* CB_*: send source, receive target, reduce/copy target */
+    uint8_t buf2;      /* CB_*: reduce/copy source */
+    uint32_t ndeps;    /* steps before it not yet done */
+    uint32_t succ;     /* its successors: s->succ[succ .. succ + nsucc) */
+    uint32_t nsucc;
+    int32_t peer;      /* comm rank */
+    uint32_t subtag;
+    size_t off, off2;  /* byte offsets in buf / buf2 */
+    size_t len;        /* bytes (reduce: count * element size) */
+    quay_req *req;     /* send / receive while running */
+} coll_step;
+
+typedef struct coll_sched {
+    qlink link;        /* e->coll_active */
+    qlink rlink;       /* e->coll_ready while it has ready steps */
+    quay_engine *e;
+    quay_req *ureq;    /* the user's request (RK_COLL) */
+    quay_comm *comm;   /* the collective twin: every message goes here */
+    int32_t rank, size;/* our rank and the size of the communicator */
+    uint32_t tagbase;  /* (sequence number & 0xFFFF) << 15 */
+    coll_step *steps;
+    uint32_t nsteps, cap;
+    uint32_t *edges;   /* building: pairs (before, after); then succ lists */
+    uint32_t nedges, ecap;
+    uint32_t *succ;
+    uint32_t *ready;   /* stack of steps ready to start */
+    uint32_t nready;
+    uint32_t ndone;
+    uint32_t nrunning; /* sends and receives in flight */
+    const uint8_t *sbuf;
+    uint8_t *rbuf;
+    uint8_t *tmp;
+    size_t tmp_len;
+    quay_op op;
+    quay_dtype dt;
+    size_t esize;      /* element size of dt (reductions) */
+    int error;         /* first failure: no more steps start */
+    int cancelled;     /* after it: the pending receives were cancelled */
+    int err;           /* building: out of memory */
+} coll_sched;
+
+/* ---- building (sched.c) ---------------------------------------------------- */
+
+uint32_t cs_send(coll_sched *s, int32_t peer, int buf, size_t off, size_t len,
+                 uint32_t subtag);
+uint32_t cs_recv(coll_sched *s, int32_t peer, int buf, size_t off, size_t len,
+                 uint32_t subtag);
+/** buf[off ..] = src[soff ..] op buf[off ..] over count elements: src holds
+ *  the operand of the lower ranks (quay_op's in, inout). */
+uint32_t cs_reduce(coll_sched *s, int src, size_t soff, int buf, size_t off, size_t count);
+uint32_t cs_copy(coll_sched *s, int buf, size_t off, int src, size_t soff, size_t len);
+/** A step that does nothing: joins many edges into one. */
+uint32_t cs_join(coll_sched *s);
+/** A step done once both a and b are (either may be CS_NONE): receives
+ *  are posted early and may finish in any order, so "all of the earlier
+ *  rounds" is a chain of these, not the last receive. */
+uint32_t cs_after(coll_sched *s, uint32_t a, uint32_t b);
+/** before happens before after (CS_NONE on either side: no edge). */
+void cs_dep(coll_sched *s, uint32_t before, uint32_t after);
+
+/* ---- the algorithms (barrier.c, bcast.c, reduce.c, allreduce.c) ------------- */
+
+void coll_build_barrier(coll_sched *s, uint32_t alg, uint32_t degree);
+void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root);
+void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
+void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place);
+
+/* ---- running (sched.c) ---------------------------------------------------- */
+
+/** A schedule for a collective on user communicator c (twin created if
+ *  needed): NULL with *rc set if it cannot start now. */
+coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc);
+/** Size the temporary area (bytes); the schedule allocates it at start. */
+void sched_tmp(coll_sched *s, size_t len);
+/** Finish building and start: the user's request is returned in *req.
+ *  On failure nothing remains (rc < 0). */
+int sched_start(coll_sched *s, quay_req **req);
+/** Discard a schedule that was not started. */
+void sched_discard(coll_sched *s);
+
+#endif /* QUAY_COLL_INTERNAL_H */

@@ -1,0 +1,436 @@
+/*
+ * sched.c — building and running collective schedules (coll.h).
+ *
+ * Building appends steps and edges to growable arrays (a collective call
+ * is not the small-message hot path; the arrays are bounded by the
+ * algorithm: O(log n) steps for trees, O(n) for rings and chains). Start
+ * turns the edges into per-step successor lists and dependency counts.
+ *
+ * Running: a step with no unfinished predecessor is ready. Local steps
+ * (reduce, copy, join) run at once; sends and receives become RF_COLL
+ * engine requests, whose completion (the engine's coll_hook, called from
+ * req_complete, possibly deep inside a packet) only marks the step done
+ * and queues the schedule on e->coll_ready. e->coll_progress, called by
+ * the engine at the end of its entry points, starts what became ready.
+ * A step that cannot get a request (pool or control queue full) waits on
+ * e->coll_blocked and is retried once the engine has room again.
+ *
+ * Failure: the first error (a peer failed, a message of the wrong length)
+ * stops new steps; receives still posted are cancelled; once nothing is
+ * in flight the user's request completes with that error.
+ */
+#include "collectives/coll.h"
+
+#include "collectives/ops.h"
+
+static void sched_progress(quay_engine *e);
+static void sched_on_req_done(quay_engine *e, quay_req *r);
+
+/* ---- building ------------------------------------------------------------------ */
+
+/* Grow an array of elements of size sz to hold one more (doubling). */
+static int grow(quay_engine *e, void **arr, uint32_t *cap, uint32_t used, size_t sz)
+{
+    if (used < *cap)
+        return 0;
+    uint32_t ncap = *cap ? *cap * 2 : 16;
+    if (ncap <= *cap || (size_t)ncap > SIZE_MAX / sz)
+        return -1;
+    void *n = qalloc(e, (size_t)ncap * sz);
+    if (n == NULL)
+        return -1;
+    if (used != 0)
+        memcpy(n, *arr, (size_t)used * sz);
+    qfree(e, *arr);
+    *arr = n;
+    *cap = ncap;
+    return 0;
+}
+
+static uint32_t step_add(coll_sched *s, int kind)
+{
+    if (s->err != 0 ||
+        grow(s->e, (void **)&s->steps, &s->cap, s->nsteps, sizeof *s->steps) != 0) {
+        s->err = QUAY_EAGAIN;
+        return CS_NONE;
+    }
+    coll_step *st = &s->steps[s->nsteps];
+    memset(st, 0, sizeof *st);
+    st->kind = (uint8_t)kind;
+    return s->nsteps++;
+}
+
+static uint32_t xfer(coll_sched *s, int kind, int32_t peer, int buf, size_t off, size_t len,
+                     uint32_t subtag)
+{
+    if (subtag > CS_SUBTAG_MAX || peer < 0 || peer >= s->size || peer == s->rank) {
+        s->err = QUAY_EINTERNAL; /* an algorithm's bug, never the user's */
+        return CS_NONE;
+    }
+    uint32_t i = step_add(s, kind);
+    if (i == CS_NONE)
+        return i;
+    coll_step *st = &s->steps[i];
+    st->peer = peer;
+    st->buf = (uint8_t)buf;
+    st->off = off;
+    st->len = len;
+    st->subtag = subtag;
+    return i;
+}
+
+uint32_t cs_send(coll_sched *s, int32_t peer, int buf, size_t off, size_t len, uint32_t subtag)
+{
+    return xfer(s, CS_SEND, peer, buf, off, len, subtag);
+}
+
+uint32_t cs_recv(coll_sched *s, int32_t peer, int buf, size_t off, size_t len, uint32_t subtag)
+{
+    if (buf == CB_SEND) {
+        s->err = QUAY_EINTERNAL; /* the send buffer is the caller's, read only */
+        return CS_NONE;
+    }
+    return xfer(s, CS_RECV, peer, buf, off, len, subtag);
+}
+
+static uint32_t local(coll_sched *s, int kind, int buf, size_t off, int src, size_t soff,
+                      size_t len)
+{
+    if (buf == CB_SEND) {
+        s->err = QUAY_EINTERNAL;
+        return CS_NONE;
+    }
+    uint32_t i = step_add(s, kind);
+    if (i == CS_NONE)
+        return i;
+    coll_step *st = &s->steps[i];
+    st->buf = (uint8_t)buf;
+    st->off = off;
+    st->buf2 = (uint8_t)src;
+    st->off2 = soff;
+    st->len = len;
+    return i;
+}
+
+uint32_t cs_reduce(coll_sched *s, int src, size_t soff, int buf, size_t off, size_t count)
+{
+    return local(s, CS_REDUCE, buf, off, src, soff, count * s->esize);
+}
+
+uint32_t cs_copy(coll_sched *s, int buf, size_t off, int src, size_t soff, size_t len)
+{
+    return local(s, CS_COPY, buf, off, src, soff, len);
+}
+
+uint32_t cs_join(coll_sched *s) { return step_add(s, CS_JOIN); }
+
+uint32_t cs_after(coll_sched *s, uint32_t a, uint32_t b)
+{
+    if (a == CS_NONE || b == CS_NONE)
+        return a == CS_NONE ? b : a;
+    uint32_t j = cs_join(s);
+    cs_dep(s, a, j);
+    cs_dep(s, b, j);
+    return j;
+}
+
+void cs_dep(coll_sched *s, uint32_t before, uint32_t after)
+{
+    if (before == CS_NONE || after == CS_NONE || s->err != 0)
+        return;
+    if (grow(s->e, (void **)&s->edges, &s->ecap, s->nedges, 2 * sizeof *s->edges) != 0) {
+        s->err = QUAY_EAGAIN;
+        return;
+    }
+    s->edges[2 * s->nedges] = before;
+    s->edges[2 * s->nedges + 1] = after;
+    s->nedges++;
+}
+
+void sched_tmp(coll_sched *s, size_t len)
+{
+    if (len > s->tmp_len)
+        s->tmp_len = len;
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+static void sched_free(coll_sched *s)
+{
+    quay_engine *e = s->e;
+    qfree(e, s->steps);
+    qfree(e, s->edges);
+    qfree(e, s->succ);
+    qfree(e, s->ready);
+    qfree(e, s->tmp);
+    qfree(e, s);
+}
+
+/* The engine's view: hooks set once any schedule exists; engine_free
+ * goes through coll_fini. */
+static void sched_fini(quay_engine *e)
+{
+    qlink *n;
+    while ((n = ql_first(&e->coll_active)) != NULL) {
+        coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
+        ql_remove(&s->link);
+        sched_free(s);
+    }
+}
+
+coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
+{
+    if (e->coll_nactive >= e->cfg.coll_max) {
+        *rc = QUAY_EAGAIN;
+        return NULL;
+    }
+    if (c->coll == NULL) {
+        /* The twin: same members, context | QUAY_CTX_COLL. */
+        int r = comm_create(e, c->ctx | QUAY_CTX_COLL, c->size, c->world, 1, &c->coll);
+        if (r != 0) {
+            *rc = r == QUAY_ECOMM ? QUAY_EINTERNAL : QUAY_EAGAIN;
+            return NULL;
+        }
+    }
+    coll_sched *s = qalloc(e, sizeof *s);
+    if (s == NULL) {
+        *rc = QUAY_EAGAIN;
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    ql_init(&s->link);
+    ql_init(&s->rlink);
+    s->e = e;
+    s->comm = c->coll;
+    s->rank = c->myrank;
+    s->size = c->size;
+    s->ureq = req_alloc(e, RK_COLL, c);
+    if (s->ureq == NULL) {
+        qfree(e, s);
+        *rc = QUAY_EAGAIN;
+        return NULL;
+    }
+    e->coll_hook = sched_on_req_done;
+    e->coll_progress = sched_progress;
+    e->coll_fini = sched_fini;
+    *rc = 0;
+    return s;
+}
+
+void sched_discard(coll_sched *s)
+{
+    req_release(s->e, s->ureq);
+    sched_free(s);
+}
+
+/* Edges -> successor lists (counting sort by the earlier step) and
+ * dependency counts. */
+static int sched_link(coll_sched *s)
+{
+    quay_engine *e = s->e;
+    s->succ = qalloc(e, (size_t)(s->nedges ? s->nedges : 1) * sizeof *s->succ);
+    s->ready = qalloc(e, (size_t)(s->nsteps ? s->nsteps : 1) * sizeof *s->ready);
+    if (s->succ == NULL || s->ready == NULL)
+        return QUAY_EAGAIN;
+    for (uint32_t k = 0; k < s->nedges; k++) {
+        s->steps[s->edges[2 * k]].nsucc++;
+        s->steps[s->edges[2 * k + 1]].ndeps++;
+    }
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        s->steps[i].succ = at;
+        at += s->steps[i].nsucc;
+        s->steps[i].nsucc = 0;
+    }
+    for (uint32_t k = 0; k < s->nedges; k++) {
+        coll_step *b = &s->steps[s->edges[2 * k]];
+        s->succ[b->succ + b->nsucc++] = s->edges[2 * k + 1];
+    }
+    qfree(e, s->edges);
+    s->edges = NULL;
+    /* Ready in index order: algorithms list steps in the order they want
+     * them started (e.g. a binomial root sends to its largest subtree
+     * first). */
+    for (uint32_t i = 0; i < s->nsteps; i++)
+        if (s->steps[i].ndeps == 0) {
+            s->steps[i].state = CST_READY;
+            s->ready[s->nready++] = i;
+        }
+    return 0;
+}
+
+int sched_start(coll_sched *s, quay_req **req)
+{
+    quay_engine *e = s->e;
+    int rc = s->err;
+    if (rc == 0 && s->tmp_len != 0 && (s->tmp = qalloc(e, s->tmp_len)) == NULL)
+        rc = QUAY_EAGAIN;
+    if (rc == 0)
+        rc = sched_link(s);
+    if (rc != 0) {
+        sched_discard(s);
+        return rc;
+    }
+    /* The sequence number: every member numbers its collectives on the
+     * communicator alike, so it names the same call everywhere. */
+    quay_comm *c = s->ureq->comm;
+    s->tagbase = (c->coll_seq & 0xFFFFu) << 15;
+    c->coll_seq++;
+    req_set_state(e, s->ureq, QUAY_RS_COLL);
+    ql_push_tail(&e->coll_active, &s->link);
+    e->coll_nactive++;
+    e->st.coll_started++;
+    *req = s->ureq;
+    ql_push_tail(&e->coll_ready, &s->rlink);
+    sched_progress(e);
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------------- */
+
+static uint8_t *buf_at(coll_sched *s, int buf, size_t off)
+{
+    uint8_t *base = buf == CB_RECV ? s->rbuf : buf == CB_TMP ? s->tmp : (uint8_t *)s->sbuf;
+    return off != 0 ? base + off : base; /* (zero-byte messages: base may be NULL) */
+}
+
+static void step_done(coll_sched *s, uint32_t i)
+{
+    coll_step *st = &s->steps[i];
+    st->state = CST_DONE;
+    s->ndone++;
+    for (uint32_t k = 0; k < st->nsucc; k++) {
+        coll_step *n = &s->steps[s->succ[st->succ + k]];
+        if (--n->ndeps == 0) {
+            n->state = CST_READY;
+            s->ready[s->nready++] = s->succ[st->succ + k];
+        }
+    }
+}
+
+static void fail(coll_sched *s, int code)
+{
+    if (s->error == 0)
+        s->error = code;
+}
+
+static void sched_on_req_done(quay_engine *e, quay_req *r)
+{
+    coll_sched *s = r->user;
+    uint32_t i = r->coll_step;
+    coll_step *st = &s->steps[i];
+    st->req = NULL;
+    s->nrunning--;
+    if (r->status.error != 0)
+        fail(s, r->status.error == QUAY_ECANCELLED ? QUAY_EPEER : r->status.error);
+    else if (st->kind == CS_RECV && r->status.count != st->len)
+        fail(s, QUAY_ETRUNCATE); /* the members disagree on the size */
+    step_done(s, i);
+    if (!ql_linked(&s->rlink))
+        ql_push_tail(&e->coll_ready, &s->rlink);
+}
+
+/* Start step i. 0, or QUAY_EAGAIN: no request or control slot now. */
+static int step_run(coll_sched *s, uint32_t i)
+{
+    quay_engine *e = s->e;
+    coll_step *st = &s->steps[i];
+    quay_req *r = NULL;
+    int rc = 0;
+    switch (st->kind) {
+    case CS_SEND:
+    case CS_RECV:
+        st->state = CST_RUNNING;
+        s->nrunning++;
+        if (st->kind == CS_SEND)
+            rc = p2p_send_post(e, s->comm, buf_at(s, st->buf, st->off), st->len, st->peer,
+                               (int32_t)(s->tagbase | st->subtag), QUAY_SEND_STANDARD, RF_COLL,
+                               s, i, &r);
+        else
+            rc = p2p_recv_post(e, s->comm, buf_at(s, st->buf, st->off), st->len, st->peer,
+                               (int32_t)(s->tagbase | st->subtag), RF_COLL, s, i, &r);
+        if (rc != 0) {
+            st->state = CST_READY;
+            s->nrunning--;
+            return rc;
+        }
+        if (st->state == CST_RUNNING)
+            st->req = r; /* not done at once (the hook ran otherwise) */
+        return 0;
+    case CS_REDUCE:
+        op_apply(&s->op, s->dt, buf_at(s, st->buf2, st->off2), buf_at(s, st->buf, st->off),
+                 st->len / s->esize);
+        break;
+    case CS_COPY:
+        if (st->len != 0)
+            memmove(buf_at(s, st->buf, st->off), buf_at(s, st->buf2, st->off2), st->len);
+        break;
+    default:
+        break;
+    }
+    step_done(s, i);
+    return 0;
+}
+
+static void sched_finish(coll_sched *s)
+{
+    quay_engine *e = s->e;
+    ql_remove(&s->link);
+    if (ql_linked(&s->rlink))
+        ql_remove(&s->rlink);
+    e->coll_nactive--;
+    quay_req *u = s->ureq;
+    u->status.error = s->error;
+    u->status.count = 0;
+    if (s->error != 0)
+        e->st.coll_failed++;
+    sched_free(s);
+    req_complete(e, u);
+}
+
+/* Start what is ready; 1 if the schedule is finished (and freed). */
+static int sched_run(coll_sched *s)
+{
+    quay_engine *e = s->e;
+    uint32_t head = 0;
+    while (s->error == 0 && head < s->nready) {
+        if (step_run(s, s->ready[head]) != 0) {
+            /* Out of requests: wait for room, keeping the rest in order. */
+            memmove(s->ready, s->ready + head, (size_t)(s->nready - head) * sizeof *s->ready);
+            s->nready -= head;
+            ql_push_tail(&e->coll_blocked, &s->rlink);
+            return 0;
+        }
+        head++;
+    }
+    s->nready = 0;
+    if (s->error != 0) {
+        /* Nothing more starts; what waits to be received never will. */
+        if (!s->cancelled) {
+            s->cancelled = 1;
+            for (uint32_t i = 0; i < s->nsteps; i++)
+                if (s->steps[i].kind == CS_RECV && s->steps[i].req != NULL)
+                    req_cancel(e, s->steps[i].req);
+        }
+        if (s->nrunning == 0) {
+            sched_finish(s);
+            return 1;
+        }
+        return 0;
+    }
+    if (s->ndone == s->nsteps) {
+        sched_finish(s);
+        return 1;
+    }
+    return 0;
+}
+
+static void sched_progress(quay_engine *e)
+{
+    qlink *n;
+    while ((n = ql_first(&e->coll_ready)) != NULL) {
+        coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, rlink);
+        ql_remove(&s->rlink);
+        sched_run(s);
+    }
+}

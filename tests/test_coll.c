@@ -1,0 +1,633 @@
+/*
+ * test_coll.c — collectives (quay_coll.h) on N engines over nicsim, every
+ * link reordering and the scheduler seeded: each algorithm at rank counts
+ * 1..17 and 32 (powers of two and not), every root, sizes across the
+ * eager/rendezvous boundary, in place and not, commutative and
+ * non-commutative ops, checked against results computed here. Also:
+ * barrier semantics (nobody leaves before the last arrives), messages for
+ * collectives not yet called (held, then consumed), many collectives in
+ * flight on several communicators, argument errors, bounds, and faults.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <quay/quay_coll.h>
+
+#include "engine/internal.h" /* a request's state */
+#include "harness.h"
+#include "nicsim.h"
+
+#define MAXN 33
+
+typedef struct world {
+    int n;
+    nicsim *sim;
+    quay_engine *e[MAXN];
+    quay_comm *c[MAXN];
+} world;
+
+typedef void (*cfg_fn)(quay_config *c, void *arg);
+
+static uint64_t g_seed = 1;
+
+static int world_new(world *w, int n, cfg_fn tweak, void *arg)
+{
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    nicsim_config sc;
+    nicsim_config_default(&sc);
+    sc.nranks = n;
+    sc.seed = g_seed++;
+    sc.reorder = 1;
+    if (nicsim_new(&sc, &w->sim) != 0)
+        return -1;
+    for (int r = 0; r < n; r++) {
+        quay_config c;
+        quay_config_default(&c);
+        c.rank = r;
+        c.nranks = n;
+        c.eager_max = 256;
+        c.frag_size = 512;
+        c.max_requests = 512;
+        c.max_unexpected = 512;
+        c.flags |= QUAY_CFG_CHECK_ORACLE;
+        if (tweak != NULL)
+            tweak(&c, arg);
+        if (quay_engine_new(&c, &w->e[r]) != 0 || nicsim_attach(w->sim, r, w->e[r]) != 0 ||
+            quay_comm_create(w->e[r], 0, n, NULL, &w->c[r]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void world_free(world *w)
+{
+    nicsim_free(w->sim);
+    for (int r = 0; r < w->n; r++)
+        quay_engine_free(w->e[r]);
+}
+
+/* Run until idle (calls made since the last run: every rank may have
+ * actions to pull). */
+static int run(world *w)
+{
+    for (int r = 0; r < w->n; r++)
+        nicsim_touch(w->sim, r);
+    return nicsim_run(w->sim, 50000000);
+}
+
+/* Every request done without error; frees them. */
+static int all_good(world *w, quay_req **q, int n)
+{
+    int good = 1;
+    for (int r = 0; r < n; r++) {
+        quay_status st;
+        if (q[r] == NULL || !quay_req_test(q[r], &st) || st.error != 0) {
+            if (good)
+                note("rank %d: %s (error %s)", r, q[r] == NULL ? "no request"
+                     : quay_req_test(q[r], &st) ? "done" : "not done",
+                     q[r] && quay_req_test(q[r], &st) ? quay_strerror(st.error) : "-");
+            good = 0;
+        }
+        if (q[r] != NULL)
+            quay_req_free(w->e[r], q[r]);
+    }
+    return good;
+}
+
+/* ---- operands ----------------------------------------------------------------- */
+
+/* A non-commutative, associative op on uint64: affine maps x -> a x + b
+ * mod 2^32, a in the high half; u op v = u after v. */
+static uint64_t affine(uint64_t u, uint64_t v)
+{
+    uint32_t ua = (uint32_t)(u >> 32), ub = (uint32_t)u, va = (uint32_t)(v >> 32),
+             vb = (uint32_t)v;
+    return (uint64_t)(ua * va) << 32 | (uint32_t)(ua * vb + ub);
+}
+
+static int user_calls;
+
+static void affine_fn(const void *in, void *inout, size_t count, quay_dtype dt, void *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    user_calls++;
+    const uint64_t *a = in;
+    uint64_t *b = inout;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        y = affine(x, y);
+        memcpy(b + i, &y, 8);
+    }
+}
+
+enum { OP_SUM_I32, OP_MAX_F64, OP_AFFINE, OP_BXOR_U8, NOPS };
+
+static quay_dtype op_type(int which)
+{
+    return which == OP_SUM_I32   ? QUAY_INT32
+           : which == OP_MAX_F64 ? QUAY_DOUBLE
+           : which == OP_AFFINE  ? QUAY_UINT64
+                                 : QUAY_UINT8;
+}
+
+static quay_op op_of(int which)
+{
+    quay_op op = {QUAY_OP_SUM, 1, NULL, NULL};
+    if (which == OP_MAX_F64)
+        op.kind = QUAY_OP_MAX;
+    if (which == OP_BXOR_U8)
+        op.kind = QUAY_OP_BXOR;
+    if (which == OP_AFFINE) {
+        op.kind = QUAY_OP_USER;
+        op.commutative = 0;
+        op.fn = affine_fn;
+    }
+    return op;
+}
+
+/* Rank r's element i. */
+static void operand(int which, int r, size_t i, void *out)
+{
+    uint64_t h = (uint64_t)(r + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 7) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    if (which == OP_SUM_I32) {
+        int32_t v = (int32_t)(uint32_t)h;
+        memcpy(out, &v, 4);
+    } else if (which == OP_MAX_F64) {
+        double d = (double)(int32_t)(uint32_t)h / 7.0;
+        memcpy(out, &d, 8);
+    } else if (which == OP_AFFINE) {
+        uint64_t v = (h | 1ull << 32) | 1u; /* odd a: keeps information */
+        memcpy(out, &v, 8);
+    } else {
+        uint8_t b = (uint8_t)h;
+        memcpy(out, &b, 1);
+    }
+}
+
+/* The reduction of ranks 0..n-1's element i, in rank order. */
+static void expected(int which, int n, size_t i, void *out)
+{
+    uint8_t acc[8], x[8];
+    operand(which, 0, i, acc);
+    for (int r = 1; r < n; r++) {
+        operand(which, r, i, x);
+        if (which == OP_SUM_I32) {
+            uint32_t a, b;
+            memcpy(&a, acc, 4);
+            memcpy(&b, x, 4);
+            a += b;
+            memcpy(acc, &a, 4);
+        } else if (which == OP_MAX_F64) {
+            double a, b;
+            memcpy(&a, acc, 8);
+            memcpy(&b, x, 8);
+            if (b > a)
+                memcpy(acc, &b, 8);
+        } else if (which == OP_AFFINE) {
+            uint64_t a, b;
+            memcpy(&a, acc, 8);
+            memcpy(&b, x, 8);
+            a = affine(a, b);
+            memcpy(acc, &a, 8);
+        } else {
+            acc[0] ^= x[0];
+        }
+    }
+    memcpy(out, acc, quay_dtype_size(op_type(which)));
+}
+
+static void *fill_operands(int which, int r, size_t count)
+{
+    size_t es = quay_dtype_size(op_type(which));
+    uint8_t *b = malloc(count * es + 1);
+    for (size_t i = 0; i < count; i++)
+        operand(which, r, i, b + i * es);
+    return b;
+}
+
+static int check_result(int which, int n, const uint8_t *b, size_t count)
+{
+    size_t es = quay_dtype_size(op_type(which));
+    uint8_t want[8];
+    for (size_t i = 0; i < count; i++) {
+        expected(which, n, i, want);
+        if (memcmp(b + i * es, want, es) != 0) {
+            note("element %zu differs", i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- configs ----------------------------------------------------------------- */
+
+typedef struct algs {
+    uint32_t barrier, bcast, allreduce;
+} algs;
+
+static void set_algs(quay_config *c, void *arg)
+{
+    const algs *a = arg;
+    c->coll_barrier = a->barrier;
+    c->coll_bcast = a->bcast;
+    c->coll_allreduce = a->allreduce;
+    c->coll_tree_degree = 3;
+    c->coll_segment = 700; /* several segments at the sizes below */
+}
+
+static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 32};
+#define NNS ((int)(sizeof ns / sizeof ns[0]))
+
+/* ---- barrier ----------------------------------------------------------------- */
+
+static void t_barrier(void)
+{
+    for (uint32_t alg = 1; alg <= 3; alg++) {
+        int good = 1;
+        for (int k = 0; k < NNS; k++) {
+            int n = ns[k];
+            algs a = {alg, 0, 0};
+            world w;
+            if (world_new(&w, n, set_algs, &a) != 0) {
+                good = 0;
+                break;
+            }
+            for (int rep = 0; rep < 3; rep++) {
+                /* All but the last rank arrive: nobody may leave. */
+                quay_req *q[MAXN] = {0};
+                int last = (rep * 5) % n;
+                for (int r = 0; r < n; r++)
+                    if (r != last)
+                        good &= quay_ibarrier(w.e[r], w.c[r], &q[r]) == 0;
+                good &= run(&w) == NICSIM_RUN_IDLE;
+                for (int r = 0; r < n && n > 1; r++)
+                    if (r != last && quay_req_test(q[r], NULL)) {
+                        note("alg %u n %d: rank %d left early", alg, n, r);
+                        good = 0;
+                    }
+                good &= quay_ibarrier(w.e[last], w.c[last], &q[last]) == 0;
+                good &= run(&w) == NICSIM_RUN_IDLE;
+                good &= all_good(&w, q, n);
+            }
+            world_free(&w);
+        }
+        ok_msg(good, "barrier algorithm %u: n = 1..32, the last arrival releases everyone", alg);
+    }
+}
+
+/* ---- bcast -------------------------------------------------------------------- */
+
+static void t_bcast(void)
+{
+    static const size_t sizes[] = {0, 1, 100, 257, 3000, 20000};
+    for (uint32_t alg = 1; alg <= 4; alg++) {
+        int good = 1, runs = 0;
+        for (int k = 0; k < NNS && good; k++) {
+            int n = ns[k];
+            algs a = {0, alg, 0};
+            world w;
+            if (world_new(&w, n, set_algs, &a) != 0) {
+                good = 0;
+                break;
+            }
+            for (size_t z = 0; z < sizeof sizes / sizeof sizes[0] && good; z++) {
+                int roots[3] = {0, n - 1, n / 2};
+                for (int ri = 0; ri < 3 && good; ri++) {
+                    size_t len = sizes[z];
+                    int root = roots[ri];
+                    uint8_t *buf[MAXN];
+                    quay_req *q[MAXN] = {0};
+                    for (int r = 0; r < n; r++) {
+                        buf[r] = malloc(len + 1);
+                        memset(buf[r], r == root ? 0 : 0xEE, len + 1);
+                        if (r == root)
+                            for (size_t i = 0; i < len; i++)
+                                buf[r][i] = (uint8_t)(i * 31 + len + (size_t)root);
+                    }
+                    for (int r = 0; r < n; r++)
+                        good &= quay_ibcast(w.e[r], w.c[r], buf[r], len, root, &q[r]) == 0;
+                    good &= run(&w) == NICSIM_RUN_IDLE;
+                    good &= all_good(&w, q, n);
+                    for (int r = 0; r < n; r++) {
+                        if (memcmp(buf[r], buf[root], len) != 0 ||
+                            buf[r][len] != (r == root ? 0 : 0xEE)) {
+                            note("alg %u n %d len %zu root %d: rank %d wrong", alg, n, len,
+                                 root, r);
+                            good = 0;
+                        }
+                    }
+                    for (int r = 0; r < n; r++)
+                        free(buf[r]);
+                    runs++;
+                }
+            }
+            world_free(&w);
+        }
+        ok_msg(good, "bcast algorithm %u: %d runs (n, size, root) correct", alg, runs);
+    }
+}
+
+/* ---- reduce / allreduce -------------------------------------------------------- */
+
+static int reduce_case(world *w, int which, size_t count, int root, int in_place, int all)
+{
+    int n = w->n, good = 1;
+    size_t es = quay_dtype_size(op_type(which));
+    uint8_t *sb[MAXN], *rb[MAXN];
+    quay_req *q[MAXN] = {0};
+    quay_op op = op_of(which);
+    for (int r = 0; r < n; r++) {
+        sb[r] = fill_operands(which, r, count);
+        rb[r] = malloc(count * es + 1);
+        memset(rb[r], 0xA5, count * es + 1);
+        if (in_place && (all || r == root))
+            memcpy(rb[r], sb[r], count * es);
+    }
+    for (int r = 0; r < n; r++) {
+        const void *s = in_place && (all || r == root) ? QUAY_IN_PLACE : sb[r];
+        int rc = all ? quay_iallreduce(w->e[r], w->c[r], s, rb[r], count, op_type(which), &op,
+                                       &q[r])
+                     : quay_ireduce(w->e[r], w->c[r], s, rb[r], count, op_type(which), &op,
+                                    root, &q[r]);
+        if (rc != 0) {
+            note("call: %s", quay_strerror(rc));
+            good = 0;
+        }
+    }
+    good &= run(w) == NICSIM_RUN_IDLE;
+    good &= all_good(w, q, n);
+    for (int r = 0; r < n; r++) {
+        if (all || r == root) {
+            if (!check_result(which, n, rb[r], count)) {
+                note("op %d n %d count %zu root %d in_place %d all %d: rank %d wrong", which,
+                     n, count, root, in_place, all, r);
+                good = 0;
+            }
+            if (rb[r][count * es] != 0xA5)
+                good = 0; /* wrote past the end */
+        }
+        free(sb[r]);
+        free(rb[r]);
+    }
+    return good;
+}
+
+static void t_reduce(void)
+{
+    static const size_t counts[] = {0, 1, 3, 40, 700};
+    int good = 1, runs = 0;
+    for (int k = 0; k < NNS && good; k++) {
+        world w;
+        if (world_new(&w, ns[k], NULL, NULL) != 0) {
+            good = 0;
+            break;
+        }
+        for (int which = 0; which < NOPS && good; which++)
+            for (size_t z = 0; z < sizeof counts / sizeof counts[0] && good; z++)
+                for (int root = 0; root < ns[k] && good; root += 1 + ns[k] / 3)
+                    for (int ip = 0; ip < 2 && good; ip++) {
+                        good &= reduce_case(&w, which, counts[z], root, ip, 0);
+                        runs++;
+                    }
+        world_free(&w);
+    }
+    ok_msg(good, "reduce: %d runs (n, op, count, root, in place) in rank order", runs);
+    ok_msg(user_calls > 0, "the user op was called (%d times)", user_calls);
+}
+
+static void t_allreduce(void)
+{
+    static const size_t counts[] = {0, 1, 5, 33, 300, 2000};
+    for (uint32_t alg = 1; alg <= 3; alg++) {
+        int good = 1, runs = 0;
+        for (int k = 0; k < NNS && good; k++) {
+            algs a = {0, 0, alg};
+            world w;
+            if (world_new(&w, ns[k], set_algs, &a) != 0) {
+                good = 0;
+                break;
+            }
+            for (int which = 0; which < NOPS && good; which++)
+                for (size_t z = 0; z < sizeof counts / sizeof counts[0] && good; z++)
+                    for (int ip = 0; ip < 2 && good; ip++) {
+                        good &= reduce_case(&w, which, counts[z], 0, ip, 1);
+                        runs++;
+                    }
+            world_free(&w);
+        }
+        ok_msg(good, "allreduce algorithm %u: %d runs (n, op, count, in place) correct%s", alg,
+               runs, alg == 1 ? "" : " (non-commutative: recursive doubling)");
+    }
+    /* The automatic choice at each size. */
+    int good = 1;
+    for (int k = 0; k < NNS && good; k++) {
+        world w;
+        if (world_new(&w, ns[k], NULL, NULL) != 0)
+            break;
+        for (size_t count = 1; count <= 300000 && good; count *= 7)
+            good &= reduce_case(&w, OP_SUM_I32, count, 0, 0, 1);
+        world_free(&w);
+    }
+    ok_msg(good, "allreduce, automatic choice: 1 .. 117649 elements");
+}
+
+/* ---- early messages, concurrency, several communicators ------------------------ */
+
+static void t_concurrent(void)
+{
+    int good = 1;
+    for (int trial = 0; trial < 20 && good; trial++) {
+        int n = 3 + trial % 6;
+        world w;
+        if (world_new(&w, n, NULL, NULL) != 0) {
+            good = 0;
+            break;
+        }
+        /* A second communicator: the odd ranks, in reverse order. */
+        int32_t map[MAXN];
+        int m = 0;
+        for (int r = n - 1; r >= 0; r--)
+            if (r % 2 == 1)
+                map[m++] = r;
+        quay_comm *odd[MAXN] = {0};
+        for (int r = 1; r < n; r += 2)
+            good &= quay_comm_create(w.e[r], 9, m, map, &odd[r]) == 0;
+        enum { K = 6 };
+        quay_req *q[MAXN][K + 2];
+        memset(q, 0, sizeof q);
+        int32_t vals[MAXN][K], outs[MAXN][K];
+        int32_t bc[MAXN][K][40];
+        int32_t ov[MAXN], oo[MAXN];
+        /* Rank r calls the K world collectives only after the previous
+         * ranks have run a while: their messages arrive early. */
+        for (int r = n - 1; r >= 0; r--) {
+            for (int k = 0; k < K; k++) {
+                vals[r][k] = r * 100 + k;
+                memset(bc[r][k], r == k % n ? k + 1 : 0, sizeof bc[r][k]);
+                int rc;
+                if (k % 3 == 0)
+                    rc = quay_iallreduce(w.e[r], w.c[r], &vals[r][k], &outs[r][k], 1,
+                                         QUAY_INT32, &(quay_op){QUAY_OP_SUM, 1, NULL, NULL},
+                                         &q[r][k]);
+                else if (k % 3 == 1)
+                    rc = quay_ibcast(w.e[r], w.c[r], bc[r][k], sizeof bc[r][k], k % n, &q[r][k]);
+                else
+                    rc = quay_ibarrier(w.e[r], w.c[r], &q[r][k]);
+                good &= rc == 0;
+            }
+            if (odd[r] != NULL) {
+                ov[r] = r;
+                good &= quay_iallreduce(w.e[r], odd[r], &ov[r], &oo[r], 1, QUAY_INT32,
+                                        &(quay_op){QUAY_OP_MAX, 1, NULL, NULL}, &q[r][K]) == 0;
+            }
+            nicsim_touch(w.sim, r);
+            for (int s = 0; s < 200; s++)
+                if (nicsim_step(w.sim) <= 0)
+                    break;
+        }
+        good &= run(&w) == NICSIM_RUN_IDLE;
+        for (int r = 0; r < n; r++) {
+            for (int k = 0; k <= K; k++) {
+                quay_status st;
+                if (k == K && odd[r] == NULL)
+                    continue;
+                if (!quay_req_test(q[r][k], &st) || st.error != 0) {
+                    note("n %d rank %d collective %d not done", n, r, k);
+                    good = 0;
+                }
+                quay_req_free(w.e[r], q[r][k]);
+            }
+            for (int k = 0; k < K; k++) {
+                if (k % 3 == 0) {
+                    int32_t want = 0;
+                    for (int x = 0; x < n; x++)
+                        want += x * 100 + k;
+                    good &= outs[r][k] == want;
+                } else if (k % 3 == 1) {
+                    for (int i = 0; i < 40; i++)
+                        good &= bc[r][k][i] == (int32_t)((k + 1) * 0x01010101);
+                }
+            }
+            if (odd[r] != NULL)
+                good &= oo[r] == (n % 2 == 0 ? n - 1 : n - 2);
+        }
+        for (int r = 1; r < n; r += 2)
+            good &= quay_comm_free(w.e[r], odd[r]) == 0;
+        for (int r = 0; r < n; r++) {
+            quay_stats st;
+            quay_engine_stats(w.e[r], &st);
+            good &= st.reqs_in_use == 0 && st.umsgs_in_use == 0;
+        }
+        world_free(&w);
+    }
+    ok_msg(good, "20 runs: 6 collectives in flight per rank on the world and 1 on a "
+                 "sub-communicator, called late by most ranks (early messages held)");
+}
+
+/* ---- errors and bounds ----------------------------------------------------------- */
+
+static void limit_colls(quay_config *c, void *arg)
+{
+    (void)arg;
+    c->coll_max = 2;
+}
+
+static void t_errors(void)
+{
+    world w;
+    if (world_new(&w, 3, limit_colls, NULL) != 0) {
+        ok(0);
+        return;
+    }
+    quay_engine *e = w.e[0];
+    quay_comm *c = w.c[0];
+    quay_req *q = (quay_req *)1, *q2, *q3;
+    int32_t x = 1, y;
+    quay_op sum = {QUAY_OP_SUM, 1, NULL, NULL};
+    is_int(quay_ibarrier(NULL, c, &q), QUAY_EINVAL);
+    is_int(quay_ibarrier(e, NULL, &q), QUAY_EINVAL);
+    ok(q == NULL);
+    is_int(quay_ibarrier(e, c, NULL), QUAY_EINVAL);
+    is_int(quay_ibarrier(e, w.c[1], &q), QUAY_EINVAL); /* another engine's */
+    is_int(quay_ibcast(e, c, NULL, 4, 0, &q), QUAY_EINVAL);
+    is_int(quay_ibcast(e, c, &x, 4, 3, &q), QUAY_ERANK);
+    is_int(quay_ibcast(e, c, &x, 4, -1, &q), QUAY_ERANK);
+    is_int(quay_ireduce(e, c, &x, &y, 1, QUAY_INT32, &sum, 5, &q), QUAY_ERANK);
+    is_int(quay_ireduce(e, c, &x, &y, 1, QUAY_INT32, NULL, 0, &q), QUAY_EINVAL);
+    is_int(quay_ireduce(e, c, &x, &y, 1, QUAY_FLOAT + 100, &sum, 0, &q), QUAY_EINVAL);
+    is_int(quay_iallreduce(e, c, &x, &y, 1, QUAY_DOUBLE,
+                           &(quay_op){QUAY_OP_BAND, 1, NULL, NULL}, &q), QUAY_EINVAL);
+    is_int(quay_iallreduce(e, c, &x, &y, 1, QUAY_INT32,
+                           &(quay_op){QUAY_OP_USER, 1, NULL, NULL}, &q), QUAY_EINVAL);
+    is_int(quay_iallreduce(e, c, NULL, &y, 1, QUAY_INT32, &sum, &q), QUAY_EINVAL);
+    is_int(quay_iallreduce(e, c, &x, NULL, 1, QUAY_INT32, &sum, &q), QUAY_EINVAL);
+    /* In place only where the result lands. */
+    is_int(quay_ireduce(w.e[1], w.c[1], QUAY_IN_PLACE, &y, 1, QUAY_INT32, &sum, 0, &q),
+           QUAY_EINVAL);
+    quay_stats st;
+    quay_engine_stats(e, &st);
+    is_int((int)st.coll_started, 0); /* nothing above started anything */
+    /* Bounds: coll_max schedules, then EAGAIN; a collective cannot be
+     * cancelled; its communicator cannot be freed under it. */
+    is_int(quay_ibarrier(e, c, &q), 0);
+    is_int(quay_ibarrier(e, c, &q2), 0);
+    is_int(quay_ibarrier(e, c, &q3), QUAY_EAGAIN);
+    is_int(quay_cancel(e, q), QUAY_EINVAL);
+    is_int(quay_comm_free(e, c), QUAY_EBUSY);
+    is_int(q->state, QUAY_RS_COLL);
+    is_str(quay_state_name(QUAY_RS_COLL), "COLL");
+    quay_req *o[MAXN][2];
+    for (int r = 1; r < 3; r++) {
+        is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][0]), 0);
+        is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][1]), 0);
+    }
+    is_int(run(&w), NICSIM_RUN_IDLE);
+    ok(quay_req_test(q, NULL) && quay_req_test(q2, NULL));
+    quay_req_free(e, q);
+    quay_req_free(e, q2);
+    for (int r = 1; r < 3; r++) {
+        quay_req_free(w.e[r], o[r][0]);
+        quay_req_free(w.e[r], o[r][1]);
+    }
+    /* Free before completion: released when done. */
+    is_int(quay_ibarrier(e, c, &q), 0);
+    is_int(quay_req_free(e, q), 0);
+    for (int r = 1; r < 3; r++)
+        is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][0]), 0);
+    is_int(run(&w), NICSIM_RUN_IDLE);
+    for (int r = 1; r < 3; r++)
+        quay_req_free(w.e[r], o[r][0]);
+    quay_engine_stats(e, &st);
+    is_int((int)st.reqs_in_use, 0);
+    is_int((int)st.coll_started, 3);
+    /* Context ids with the collective bit are not the user's. */
+    quay_comm *bad;
+    is_int(quay_comm_create(e, 0x80000005u, 3, NULL, &bad), QUAY_ECOMM);
+    for (int r = 0; r < 3; r++)
+        is_int(quay_comm_free(w.e[r], w.c[r]), 0);
+    quay_engine_stats(e, &st);
+    is_int((int)st.comms_in_use, 0);
+    world_free(&w);
+    /* An engine freed with a collective running leaks nothing (ASan). */
+    if (world_new(&w, 2, NULL, NULL) == 0) {
+        is_int(quay_ibarrier(w.e[0], w.c[0], &q), 0);
+        world_free(&w);
+    }
+}
+
+int main(void)
+{
+    subtest("barrier", t_barrier);
+    subtest("bcast", t_bcast);
+    subtest("reduce", t_reduce);
+    subtest("allreduce", t_allreduce);
+    subtest("early messages, concurrency, communicators", t_concurrent);
+    subtest("arguments and bounds", t_errors);
+    return done_testing();
+}
