@@ -325,6 +325,12 @@ typedef struct quay_config {
     /** Collective schedules running at once per channel (1..65536);
      *  beyond it a collective call answers QUAY_EAGAIN. Default 64. */
     uint32_t coll_max;
+    /** 1: collectives are offloaded to this rank's NIC agent [NIC ch.
+     *  3-5]: a call emits one QUAY_ACT_OFFLOAD and its request completes
+     *  at quay_on_offload_done; the agent (another engine, see
+     *  quay_agent_post) runs the schedule with the other agents. Every
+     *  member must agree. Default 0. */
+    uint32_t coll_offload;
 } quay_config;
 
 /** Rendezvous data movement (quay_config.rndv_mode). */
@@ -741,7 +747,14 @@ typedef enum quay_action_kind {
     QUAY_ACT_RDMA_PUT = 2, /**< write `rdma.local` to peer's (key, offset) */
     QUAY_ACT_RDMA_GET = 3, /**< read peer's (key, offset) into `rdma.local` */
     QUAY_ACT_NOTIFY = 4,   /**< wake the host of `peer` (application bypass) */
-    QUAY_ACT_COMPLETE = 5  /**< request `req` completed */
+    QUAY_ACT_COMPLETE = 5, /**< request `req` completed */
+    /** Host engine (coll_offload): hand `offload.desc` to this rank's NIC
+     *  agent (quay_agent_post); the descriptor stays valid until the
+     *  agent's completion is given back (quay_on_offload_done). */
+    QUAY_ACT_OFFLOAD = 6,
+    /** Agent engine: the offloaded collective `offload.cookie` is done
+     *  with `offload.status`: give it to the host (quay_on_offload_done). */
+    QUAY_ACT_OFFLOAD_DONE = 7
 } quay_action_kind;
 
 /** A slice of memory. */
@@ -774,6 +787,12 @@ typedef struct quay_action {
         void *local;     /**< local memory (source for PUT, target for GET) */
         uint64_t len;    /**< bytes */
     } rdma;
+    /** OFFLOAD / OFFLOAD_DONE (quay_coll.h). */
+    struct {
+        const struct quay_offload *desc; /**< OFFLOAD: what to run */
+        uint64_t cookie;                 /**< which host request */
+        int32_t status;                  /**< OFFLOAD_DONE: 0 or an error */
+    } offload;
 } quay_action;
 
 /** 1 if quay_next_action may have an action now, 0 if it certainly has

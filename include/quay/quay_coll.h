@@ -146,6 +146,50 @@ QUAY_API int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *
 QUAY_API int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf,
                              size_t count, quay_dtype dt, const quay_op *op, quay_req **req);
 
+/* ------------------------------------------------------------------ */
+/* Offload to a NIC agent                                               */
+/* ------------------------------------------------------------------ */
+
+/** What an offloaded collective is. */
+typedef enum quay_offload_kind {
+    QUAY_OFF_BARRIER = 1,
+    QUAY_OFF_BCAST,
+    QUAY_OFF_REDUCE,
+    QUAY_OFF_ALLREDUCE,
+} quay_offload_kind;
+
+/** An offloaded collective, as the host hands it to its NIC (the
+ *  QUAY_ACT_OFFLOAD action). Buffers are host memory that the NIC reads
+ *  and writes directly (DMA); the agent uses them until it reports done. */
+typedef struct quay_offload {
+    quay_offload_kind kind;
+    uint32_t ctx;         /**< the communicator's context id */
+    int32_t size;         /**< its size */
+    const int32_t *world; /**< comm rank -> world rank (size entries) */
+    int32_t root;         /**< bcast / reduce */
+    const void *sbuf;     /**< reduce / allreduce operand (or QUAY_IN_PLACE) */
+    void *rbuf;           /**< bcast buffer; reduce / allreduce result */
+    size_t count;         /**< bcast: bytes; reductions: elements */
+    quay_dtype dt;
+    quay_op op;
+    uint32_t alg;         /**< the host's algorithm choice (0: automatic) */
+    uint64_t cookie;      /**< returned in QUAY_ACT_OFFLOAD_DONE */
+} quay_offload;
+
+/** Run an offloaded collective on agent engine `agent` (the engine that
+ *  models rank's NIC processor; its peers are the other ranks' agents).
+ *  The agent keeps a communicator per context id (created at the first
+ *  post for it) and runs the same schedules as a host would, without any
+ *  host involvement, then emits QUAY_ACT_OFFLOAD_DONE. The descriptor is
+ *  copied (the world map is copied at the communicator's creation).
+ *  0, QUAY_EINVAL, QUAY_EAGAIN (coll_max schedules running). */
+QUAY_API int quay_agent_post(quay_engine *agent, const quay_offload *d);
+
+/** Host engine: the agent finished the offloaded collective `cookie`
+ *  with `status`; its request completes. 0 or QUAY_ESTATE (no such
+ *  offloaded collective). */
+QUAY_API int quay_on_offload_done(quay_engine *host, uint64_t cookie, int status);
+
 #ifdef __cplusplus
 }
 #endif

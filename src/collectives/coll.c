@@ -34,10 +34,8 @@ static int32_t pof2_below(int32_t n)
 
 /* ---- decisions ------------------------------------------------------------------- */
 
-static uint32_t pick_bcast(const quay_engine *e, size_t len, int32_t n)
+static uint32_t pick_bcast(size_t len, int32_t n)
 {
-    if (e->cfg.coll_bcast != QUAY_COLL_AUTO)
-        return e->cfg.coll_bcast;
     if (len < 12288 || n < 8)
         return QUAY_BCAST_BINOMIAL; /* latency bound: log n messages */
     if (len < 524288)
@@ -45,14 +43,13 @@ static uint32_t pick_bcast(const quay_engine *e, size_t len, int32_t n)
     return QUAY_BCAST_CHAIN; /* bandwidth bound: pipelined, len per rank */
 }
 
-static uint32_t pick_allreduce(const quay_engine *e, size_t count, size_t esize, int32_t n,
+static uint32_t pick_allreduce(uint32_t a, size_t count, size_t esize, int32_t n,
                                int commutative)
 {
     /* The split algorithms reorder operands: only recursive doubling
      * keeps rank order. */
     if (!commutative)
         return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
-    uint32_t a = e->cfg.coll_allreduce;
     if (a == QUAY_ALLREDUCE_RING && 2 * (uint64_t)n - 2 > CS_SUBTAG_MAX)
         a = QUAY_ALLREDUCE_RABENSEIFNER; /* sub-tags: one per ring step */
     if (a != QUAY_COLL_AUTO)
@@ -68,6 +65,61 @@ static uint32_t pick_allreduce(const quay_engine *e, size_t count, size_t esize,
     return QUAY_ALLREDUCE_RABENSEIFNER;
 }
 
+/* ---- building from a description ------------------------------------------------ */
+
+/* Build and start the schedule of collective d on communicator c (the
+ * host's own, or an agent's). offloaded: an agent's schedule, whose end
+ * is reported with d->cookie instead of completing a user request. */
+int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
+                quay_req **req)
+{
+    int rc;
+    coll_sched *s = sched_new(e, c, &rc);
+    if (s == NULL)
+        return rc;
+    s->offloaded = (uint8_t)offloaded;
+    s->cookie = d->cookie;
+    uint32_t alg = d->alg;
+    switch (d->kind) {
+    case QUAY_OFF_BARRIER:
+        if (alg == QUAY_COLL_AUTO)
+            alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
+        coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
+        break;
+    case QUAY_OFF_BCAST:
+        s->rbuf = d->rbuf;
+        s->sbuf = d->rbuf;
+        coll_build_bcast(s, alg != QUAY_COLL_AUTO ? alg : pick_bcast(d->count, c->size),
+                         d->count, d->root);
+        break;
+    default:
+        s->op = d->op;
+        s->dt = d->dt;
+        s->esize = op_dtype_size(d->dt);
+        s->sbuf = d->sbuf == QUAY_IN_PLACE ? NULL : d->sbuf;
+        s->rbuf = d->rbuf;
+        if (d->kind == QUAY_OFF_REDUCE)
+            coll_build_reduce(s, d->count, d->root, d->sbuf == QUAY_IN_PLACE);
+        else
+            coll_build_allreduce(s, pick_allreduce(alg, d->count, s->esize, c->size,
+                                                   op_commutative(&d->op)),
+                                 d->count, d->sbuf == QUAY_IN_PLACE);
+        break;
+    }
+    return sched_start(s, req);
+}
+
+/* The call's description: run here, or hand it to the NIC agent. */
+static int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req)
+{
+    d->ctx = c->ctx;
+    d->size = c->size;
+    d->world = c->world;
+    if (e->cfg.coll_offload)
+        return offload_post(e, c, d, req);
+    return coll_launch(e, c, d, 0, req);
+}
+
 /* ---- calls ---------------------------------------------------------------------- */
 
 int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
@@ -75,14 +127,8 @@ int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
     int rc = common_args(e, c, req);
     if (rc != 0)
         return rc;
-    coll_sched *s = sched_new(e, c, &rc);
-    if (s == NULL)
-        return rc;
-    uint32_t alg = e->cfg.coll_barrier;
-    if (alg == QUAY_COLL_AUTO)
-        alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
-    coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
-    return sched_start(s, req);
+    quay_offload d = {.kind = QUAY_OFF_BARRIER, .alg = e->cfg.coll_barrier};
+    return coll_call(e, c, &d, req);
 }
 
 int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
@@ -95,16 +141,12 @@ int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t roo
         return QUAY_EINVAL;
     if (root < 0 || root >= c->size)
         return QUAY_ERANK;
-    coll_sched *s = sched_new(e, c, &rc);
-    if (s == NULL)
-        return rc;
-    s->rbuf = buf;
-    s->sbuf = buf;
-    coll_build_bcast(s, pick_bcast(e, len, c->size), len, root);
-    return sched_start(s, req);
+    quay_offload d = {.kind = QUAY_OFF_BCAST, .root = root, .rbuf = buf, .count = len,
+                      .alg = e->cfg.coll_bcast};
+    return coll_call(e, c, &d, req);
 }
 
-/* Checks shared by reduce and allreduce; sets up the schedule's op. */
+/* Checks shared by reduce and allreduce. */
 static int reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void *rbuf,
                        size_t count, quay_dtype dt, const quay_op *op, int need_rbuf,
                        quay_req **req)
@@ -124,16 +166,6 @@ static int reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const voi
     return 0;
 }
 
-static void set_op(coll_sched *s, const void *sbuf, void *rbuf, quay_dtype dt,
-                   const quay_op *op)
-{
-    s->op = *op;
-    s->dt = dt;
-    s->esize = op_dtype_size(dt);
-    s->sbuf = sbuf == QUAY_IN_PLACE ? NULL : sbuf;
-    s->rbuf = rbuf;
-}
-
 int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
                  quay_dtype dt, const quay_op *op, int32_t root, quay_req **req)
 {
@@ -145,12 +177,9 @@ int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, siz
     rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, root == c->myrank, req);
     if (rc != 0)
         return rc;
-    coll_sched *s = sched_new(e, c, &rc);
-    if (s == NULL)
-        return rc;
-    set_op(s, sbuf, rbuf, dt, op);
-    coll_build_reduce(s, count, root, sbuf == QUAY_IN_PLACE);
-    return sched_start(s, req);
+    quay_offload d = {.kind = QUAY_OFF_REDUCE, .root = root, .sbuf = sbuf, .rbuf = rbuf,
+                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_reduce};
+    return coll_call(e, c, &d, req);
 }
 
 int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
@@ -159,11 +188,7 @@ int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, 
     int rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, 1, req);
     if (rc != 0)
         return rc;
-    coll_sched *s = sched_new(e, c, &rc);
-    if (s == NULL)
-        return rc;
-    set_op(s, sbuf, rbuf, dt, op);
-    uint32_t alg = pick_allreduce(e, count, s->esize, c->size, op_commutative(op));
-    coll_build_allreduce(s, alg, count, sbuf == QUAY_IN_PLACE);
-    return sched_start(s, req);
+    quay_offload d = {.kind = QUAY_OFF_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf,
+                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_allreduce};
+    return coll_call(e, c, &d, req);
 }

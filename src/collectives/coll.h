@@ -72,6 +72,8 @@ typedef struct coll_sched {
     quay_op op;
     quay_dtype dt;
     size_t esize;      /* element size of dt (reductions) */
+    uint8_t offloaded; /* an agent's: its end is reported with cookie */
+    uint64_t cookie;
     int error;         /* first failure: no more steps start */
     int cancelled;     /* after it: the pending receives were cancelled */
     int err;           /* building: out of memory */
@@ -102,6 +104,20 @@ void coll_build_barrier(coll_sched *s, uint32_t alg, uint32_t degree);
 void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root);
 void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
 void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place);
+
+/* ---- calls (coll.c) and offload (offload.c) --------------------------------- */
+
+/** Build and start collective d on c (offloaded: an agent's schedule). */
+int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
+                quay_req **req);
+/** Host with coll_offload: hand d to the NIC agent (QUAY_ACT_OFFLOAD). */
+int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req);
+/** Agent: schedule `cookie` ended with `status`: queue the report. */
+void offload_report(quay_engine *e, uint64_t cookie, int status);
+/** Free what offloading holds (engine free). */
+void offload_fini(quay_engine *e);
+/** Install the engine's hooks into the collectives (idempotent). */
+void coll_hooks(quay_engine *e);
 
 /* ---- running (sched.c) ---------------------------------------------------- */
 

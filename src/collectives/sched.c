@@ -170,12 +170,20 @@ static void sched_free(coll_sched *s)
  * goes through coll_fini. */
 static void sched_fini(quay_engine *e)
 {
+    offload_fini(e);
     qlink *n;
     while ((n = ql_first(&e->coll_active)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
         ql_remove(&s->link);
         sched_free(s);
     }
+}
+
+void coll_hooks(quay_engine *e)
+{
+    e->coll_hook = sched_on_req_done;
+    e->coll_progress = sched_progress;
+    e->coll_fini = sched_fini;
 }
 
 coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
@@ -210,9 +218,7 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
         *rc = QUAY_EAGAIN;
         return NULL;
     }
-    e->coll_hook = sched_on_req_done;
-    e->coll_progress = sched_progress;
-    e->coll_fini = sched_fini;
+    coll_hooks(e);
     *rc = 0;
     return s;
 }
@@ -384,6 +390,13 @@ static void sched_finish(coll_sched *s)
     u->status.count = 0;
     if (s->error != 0)
         e->st.coll_failed++;
+    if (s->offloaded) {
+        /* An agent's: the host hears of it, nobody holds the request. */
+        offload_report(e, s->cookie, s->error);
+        req_release(e, u);
+        sched_free(s);
+        return;
+    }
     sched_free(s);
     req_complete(e, u);
 }

@@ -434,6 +434,9 @@ struct quay_engine {
     void (*coll_hook)(quay_engine *e, quay_req *r); /* an RF_COLL request is done */
     void (*coll_progress)(quay_engine *e);          /* run schedules with work */
     void (*coll_fini)(quay_engine *e);              /* free them (engine free) */
+    int (*coll_emit)(quay_engine *e, quay_action *a); /* an offload action */
+    uint32_t coll_nemit; /* offload actions waiting to be pulled */
+    struct coll_offload *coll_off; /* offloading state (offload.c), or NULL */
     qlink coll_ready;    /* schedules with steps to start */
     qlink coll_blocked;  /* ... that found no request or control slot */
     qlink coll_active;   /* every running schedule */

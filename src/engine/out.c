@@ -416,7 +416,7 @@ int out_has_actions(const quay_engine *e)
     if (e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
-           !ql_empty(&e->coll_ready) || coll_unblockable(e) ||
+           !ql_empty(&e->coll_ready) || coll_unblockable(e) || e->coll_nemit != 0 ||
            !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
            (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
@@ -509,6 +509,8 @@ int out_next_action(quay_engine *e, quay_action *a)
                 return 1;
             continue;
         }
+        if (e->coll_nemit != 0 && e->coll_emit(e, a))
+            return 1;
         if ((n = ql_first(&e->cq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, clink);
             ql_remove(&r->clink);

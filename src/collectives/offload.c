@@ -1,0 +1,199 @@
+/*
+ * offload.c — collectives run by a NIC agent [NIC ch. 3-5].
+ *
+ * Host (coll_offload = 1): a collective call allocates a record holding
+ * its description, emits it once as QUAY_ACT_OFFLOAD and waits; the
+ * adapter hands it to the rank's agent (quay_agent_post). The agent is an
+ * engine like any other, whose peers are the other ranks' agents: it runs
+ * the very schedule the host would have run (coll_launch), progressing on
+ * packet arrivals alone, and reports the end with QUAY_ACT_OFFLOAD_DONE,
+ * which the adapter gives back to the host (quay_on_offload_done). The
+ * host posts once and is told once.
+ *
+ * Both sides are bounded by coll_max: records on the host, running
+ * schedules and pending reports on the agent.
+ */
+#include "collectives/coll.h"
+
+#include "collectives/ops.h"
+
+typedef struct off_rec {
+    qlink link;         /* st->out until emitted, then st->wait */
+    quay_offload d;
+    quay_req *ureq;
+} off_rec;
+
+typedef struct off_report {
+    uint64_t cookie;
+    int32_t status;
+} off_report;
+
+struct coll_offload {
+    qlink out, wait;    /* host: records to emit, records emitted */
+    off_report *rep;    /* agent: reports to emit, a ring of coll_max */
+    uint32_t rep_head, rep_count;
+};
+
+static int offload_emit(quay_engine *e, quay_action *a);
+
+static struct coll_offload *off_state(quay_engine *e)
+{
+    if (e->coll_off != NULL)
+        return e->coll_off;
+    struct coll_offload *st = qalloc(e, sizeof *st);
+    off_report *rep = qalloc(e, (size_t)e->cfg.coll_max * sizeof *rep);
+    if (st == NULL || rep == NULL) {
+        qfree(e, st);
+        qfree(e, rep);
+        return NULL;
+    }
+    memset(st, 0, sizeof *st);
+    ql_init(&st->out);
+    ql_init(&st->wait);
+    st->rep = rep;
+    e->coll_off = st;
+    e->coll_emit = offload_emit;
+    coll_hooks(e);
+    return st;
+}
+
+void offload_fini(quay_engine *e)
+{
+    struct coll_offload *st = e->coll_off;
+    if (st == NULL)
+        return;
+    qlink *n;
+    while ((n = ql_first(&st->out)) != NULL || (n = ql_first(&st->wait)) != NULL) {
+        ql_remove(n);
+        qfree(e, QUAY_CONTAINER_OF(n, off_rec, link));
+    }
+    qfree(e, st->rep);
+    qfree(e, st);
+    e->coll_off = NULL;
+}
+
+/* ---- host ------------------------------------------------------------------------ */
+
+int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req)
+{
+    if (e->coll_nactive >= e->cfg.coll_max)
+        return QUAY_EAGAIN;
+    struct coll_offload *st = off_state(e);
+    off_rec *rec = st != NULL ? qalloc(e, sizeof *rec) : NULL;
+    quay_req *u = rec != NULL ? req_alloc(e, RK_COLL, c) : NULL;
+    if (u == NULL) {
+        qfree(e, rec);
+        return QUAY_EAGAIN;
+    }
+    ql_init(&rec->link);
+    rec->d = *d;
+    rec->d.cookie = u->id;
+    rec->ureq = u;
+    req_set_state(e, u, QUAY_RS_COLL);
+    ql_push_tail(&st->out, &rec->link);
+    e->coll_nemit++;
+    e->coll_nactive++; /* the channel is busy until it is done */
+    e->st.coll_started++;
+    *req = u;
+    return 0;
+}
+
+int quay_on_offload_done(quay_engine *e, uint64_t cookie, int status)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    struct coll_offload *st = e->coll_off;
+    if (st == NULL)
+        return QUAY_ESTATE;
+    for (qlink *n = ql_first(&st->wait); n != NULL; n = ql_next(&st->wait, n)) {
+        off_rec *rec = QUAY_CONTAINER_OF(n, off_rec, link);
+        if (rec->d.cookie != cookie)
+            continue;
+        ql_remove(&rec->link);
+        quay_req *u = rec->ureq;
+        qfree(e, rec);
+        e->coll_nactive--;
+        u->status.error = status > 0 ? QUAY_EINVAL : status;
+        u->status.count = 0;
+        if (u->status.error != 0)
+            e->st.coll_failed++;
+        req_complete(e, u);
+        return 0;
+    }
+    return QUAY_ESTATE;
+}
+
+/* ---- agent ----------------------------------------------------------------------- */
+
+void offload_report(quay_engine *e, uint64_t cookie, int status)
+{
+    struct coll_offload *st = e->coll_off;
+    /* A slot per running schedule (coll_max): never full. */
+    off_report *r = &st->rep[(st->rep_head + st->rep_count) % e->cfg.coll_max];
+    r->cookie = cookie;
+    r->status = status;
+    st->rep_count++;
+    e->coll_nemit++;
+}
+
+int quay_agent_post(quay_engine *e, const quay_offload *d)
+{
+    if (e == NULL || d == NULL || d->kind < QUAY_OFF_BARRIER || d->kind > QUAY_OFF_ALLREDUCE ||
+        d->size <= 0 || d->size > e->nranks || d->world == NULL || (d->ctx & QUAY_CTX_COLL))
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE) {
+        if (op_check(&d->op, d->dt) != 0 || (d->count != 0 && d->rbuf == NULL && d->kind ==
+                                             QUAY_OFF_ALLREDUCE))
+            return QUAY_EINVAL;
+    } else if (d->kind == QUAY_OFF_BCAST && d->count != 0 && d->rbuf == NULL) {
+        return QUAY_EINVAL;
+    }
+    if ((d->kind == QUAY_OFF_BCAST || d->kind == QUAY_OFF_REDUCE) &&
+        (d->root < 0 || d->root >= d->size))
+        return QUAY_ERANK;
+    struct coll_offload *st = off_state(e);
+    if (st == NULL || e->coll_nactive + st->rep_count >= e->cfg.coll_max)
+        return QUAY_EAGAIN;
+    quay_comm *c = comm_lookup(e, d->ctx);
+    if (c == NULL) {
+        int rc = comm_create(e, d->ctx, d->size, d->world, 0, &c);
+        if (rc != 0)
+            return rc;
+    } else if (c->size != d->size) {
+        return QUAY_ECOMM;
+    }
+    quay_req *u;
+    return coll_launch(e, c, d, 1, &u);
+}
+
+/* ---- actions (both sides) -------------------------------------------------------- */
+
+static int offload_emit(quay_engine *e, quay_action *a)
+{
+    struct coll_offload *st = e->coll_off;
+    qlink *n = ql_first(&st->out);
+    memset(a, 0, sizeof *a);
+    if (n != NULL) {
+        off_rec *rec = QUAY_CONTAINER_OF(n, off_rec, link);
+        ql_remove(n);
+        ql_push_tail(&st->wait, n);
+        a->kind = QUAY_ACT_OFFLOAD;
+        a->peer = e->rank;
+        a->offload.desc = &rec->d;
+        a->offload.cookie = rec->d.cookie;
+    } else if (st->rep_count != 0) {
+        off_report *r = &st->rep[st->rep_head];
+        st->rep_head = (st->rep_head + 1) % e->cfg.coll_max;
+        st->rep_count--;
+        a->kind = QUAY_ACT_OFFLOAD_DONE;
+        a->peer = e->rank;
+        a->offload.cookie = r->cookie;
+        a->offload.status = r->status;
+    } else {
+        return 0;
+    }
+    e->coll_nemit--;
+    return 1;
+}
