@@ -13,7 +13,9 @@
  *   2. allreduce of one int64 vs N: latency and host CPU time per call.
  *   3. barrier under skew: every rank computes a random 0 .. D before
  *      each barrier; time spent in the barrier, host vs NIC.
- *   4. the simulator: events and packet deliveries per wall second, the
+ *   4. the MCS lock on remote atomics [NIC ch. 5]: one acquire + release
+ *      vs contenders, atomics on the target NIC vs on a host server thread.
+ *   5. the simulator: events and packet deliveries per wall second, the
  *      wall time of a max-n-rank barrier.
  */
 #include <stdio.h>
@@ -166,6 +168,130 @@ static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
     return res;
 }
 
+/* ---- the lock ------------------------------------------------------------------ */
+
+typedef struct ljob {
+    int n, cycles;
+    quay_engine **e;
+    quay_lock *l;
+    quay_lock_rec *recs;
+    uint64_t (*rec)[2];
+    uint64_t word;
+    int *phase, *done;
+    uint64_t *start, *sum;
+} ljob;
+
+enum { L_IDLE, L_ACQ, L_HELD, L_REL, L_THINK };
+
+static void lock_app(tsim *t, int32_t r, void *ctx)
+{
+    ljob *j = ctx;
+    if (r == 0 || j->done[r] == j->cycles) {
+        tsim_finish(t, r); /* the home only holds the word */
+        return;
+    }
+    quay_lock *l = &j->l[r];
+    for (;;) {
+        switch (j->phase[r]) {
+        case L_IDLE:
+            j->start[r] = tsim_now(t);
+            bench_check(quay_lock_acquire(l), "lock_acquire");
+            j->phase[r] = L_ACQ;
+            continue;
+        case L_ACQ:
+        case L_REL: {
+            int rc = quay_lock_test(l);
+            if (rc < 0)
+                bench_die("lock: %s", quay_strerror(rc));
+            if (rc == 0) {
+                if (l->op != NULL)
+                    tsim_wait(t, r, l->op);
+                else
+                    tsim_compute(t, r, 100); /* spin on the local word */
+                return;
+            }
+            if (j->phase[r] == L_ACQ) {
+                j->phase[r] = L_HELD;
+                tsim_compute(t, r, 1000); /* the critical section */
+                return;
+            }
+            j->sum[r] += tsim_now(t) - j->start[r];
+            j->phase[r] = L_THINK;
+            if (++j->done[r] == j->cycles) {
+                tsim_finish(t, r);
+                return;
+            }
+            tsim_compute(t, r, 2000); /* before the next attempt */
+            return;
+        }
+        case L_HELD:
+            bench_check(quay_lock_release(l), "lock_release");
+            j->phase[r] = L_REL;
+            continue;
+        default:
+            j->phase[r] = L_IDLE;
+            continue;
+        }
+    }
+}
+
+/* Mean us of one acquire + release at rank 1 with `contenders` ranks. */
+static double lock_run(int contenders, int atomic_host, int cycles)
+{
+    int n = contenders + 1;
+    ljob j;
+    memset(&j, 0, sizeof j);
+    j.n = n;
+    j.cycles = cycles;
+    j.e = calloc((size_t)n, sizeof *j.e);
+    j.l = calloc((size_t)n, sizeof *j.l);
+    j.recs = calloc((size_t)n, sizeof *j.recs);
+    j.rec = calloc((size_t)n, sizeof *j.rec);
+    j.phase = calloc((size_t)n, sizeof *j.phase);
+    j.done = calloc((size_t)n, sizeof *j.done);
+    j.start = calloc((size_t)n, sizeof *j.start);
+    j.sum = calloc((size_t)n, sizeof *j.sum);
+    nicsim_model m = M;
+    m.atomic_host = (uint32_t)atomic_host;
+    tsim *t;
+    bench_check(tsim_new(n, &m, &t), "tsim_new");
+    uint64_t lkey = 0;
+    for (int r = 0; r < n; r++) {
+        quay_config c;
+        quay_config_default(&c);
+        c.rank = r;
+        c.nranks = n;
+        c.max_requests = 64;
+        c.max_unexpected = 64;
+        c.transport_caps = QUAY_CAP_RDMA_PUT | QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_ATOMIC;
+        bench_check(quay_engine_new(&c, &j.e[r]), "engine");
+        bench_check(tsim_attach(t, r, j.e[r], NULL), "attach");
+        bench_check(quay_mem_register(j.e[r], j.rec[r], sizeof j.rec[r],
+                                      QUAY_MEM_READ | QUAY_MEM_WRITE, &j.recs[r].key),
+                    "register");
+    }
+    bench_check(quay_mem_register(j.e[0], &j.word, 8, QUAY_MEM_READ | QUAY_MEM_WRITE, &lkey),
+                "register");
+    for (int r = 0; r < n; r++)
+        bench_check(quay_lock_init(&j.l[r], j.e[r], 0, lkey, 0, j.recs, j.rec[r]), "init");
+    tsim_set_app(t, lock_app, &j);
+    if (tsim_run(t) != 0)
+        bench_die("lock run stuck");
+    double us = (double)j.sum[1] / cycles / 1000.0;
+    tsim_free(t);
+    for (int r = 0; r < n; r++)
+        quay_engine_free(j.e[r]);
+    free(j.e);
+    free(j.l);
+    free(j.recs);
+    free(j.rec);
+    free(j.phase);
+    free(j.done);
+    free(j.start);
+    free(j.sum);
+    return us;
+}
+
 int main(int argc, char **argv)
 {
     const char *model = NULL;
@@ -260,8 +386,23 @@ int main(int argc, char **argv)
             d = 1000; /* then 10 us, 100 us, 1 ms */
     }
 
+    printf("\n## 4. MCS lock: us per acquire + release at one rank (1 us critical section, 2 "
+           "us between attempts)\n\n");
+    if (csv)
+        printf("csv,lock,contenders,nic_us,host_us\n");
+    else
+        printf("| contenders | atomics on the NIC | atomics on a host server | FoI |\n"
+               "|---:|---:|---:|---:|\n");
+    for (int c = 1; c <= 15; c += c < 4 ? 1 : 4) {
+        double nic = lock_run(c, 0, reps), host = lock_run(c, 1, reps);
+        if (csv)
+            printf("csv,lock,%d,%.2f,%.2f\n", c, nic, host);
+        else
+            printf("| %d | %.2f | %.2f | %.2f |\n", c, nic, host, host / nic);
+    }
+
 sim:
-    printf("\n## 4. The simulator (wall clock of this machine)\n\n");
+    printf("\n## 5. The simulator (wall clock of this machine)\n\n");
     printf("| run | events | deliveries | wall s | deliveries/s | events/s |\n"
            "|---|---:|---:|---:|---:|---:|\n");
     int big = max_n;

@@ -63,14 +63,16 @@ typedef struct ns_pkt {
     uint8_t corrupted;
     /* RDMA operation (not a packet for quay_on_packet): executed against
      * the destination's registered memory when delivered */
-    uint8_t rdma;        /* 0, or NS_RDMA_PUT / NS_RDMA_GET */
+    uint8_t rdma;        /* 0, or NS_RDMA_PUT / NS_RDMA_GET / NS_RDMA_ATOMIC */
     uint64_t token;      /* the initiator's, completed after execution */
     uint64_t key, offset, rlen;
-    void *local;         /* GET: where the data goes at the initiator */
+    void *local;         /* GET, ATOMIC: where the result goes at the initiator */
+    uint32_t aop;        /* ATOMIC: QUAY_ATOMIC_*, operand, compare */
+    uint64_t aoperand, acompare;
     unsigned char data[]; /* PUT: the data, read at issue */
 } ns_pkt;
 
-enum { NS_RDMA_PUT = 1, NS_RDMA_GET = 2 };
+enum { NS_RDMA_PUT = 1, NS_RDMA_GET = 2, NS_RDMA_ATOMIC = 3 };
 
 /* Per-link fault state, allocated on first override / black hole. */
 typedef struct ns_lfx {
@@ -721,6 +723,7 @@ static void pull_rdma(nicsim *sim, int32_t r, const quay_action *a)
 {
     static const nicsim_faults reliable; /* timing faults only, below */
     int put = a->kind == QUAY_ACT_RDMA_PUT;
+    int atomic = a->kind == QUAY_ACT_RDMA_ATOMIC;
     nicsim_event fev;
     const nicsim_faults *f;
     ns_pkt *p;
@@ -742,7 +745,10 @@ static void pull_rdma(nicsim *sim, int32_t r, const quay_action *a)
     p->id = sim->next_pkt_id++;
     p->src = r;
     p->dst = a->peer;
-    p->rdma = put ? NS_RDMA_PUT : NS_RDMA_GET;
+    p->rdma = put ? NS_RDMA_PUT : atomic ? NS_RDMA_ATOMIC : NS_RDMA_GET;
+    p->aop = a->atomic.op;
+    p->aoperand = a->atomic.operand;
+    p->acompare = a->atomic.compare;
     p->token = a->token;
     p->key = a->rdma.key;
     p->offset = a->rdma.offset;
@@ -776,6 +782,19 @@ static void rdma_execute(nicsim *sim, ns_pkt *p)
 {
     void *addr = NULL;
     int put = p->rdma == NS_RDMA_PUT;
+    if (p->rdma == NS_RDMA_ATOMIC) {
+        /* The target NIC: one operation at a time on that engine's memory. */
+        uint64_t old = 0;
+        int arc = quay_mem_atomic(sim->nodes[p->dst].e, p->key, p->offset, p->aop, p->aoperand,
+                                  p->acompare, &old);
+        if (arc == 0)
+            memcpy(p->local, &old, sizeof old);
+        else
+            sim->st.rdma_refused++;
+        opd_push(sim, p->src, p->token, arc);
+        bump(sim, p->src);
+        return;
+    }
     int rc = quay_mem_resolve(sim->nodes[p->dst].e, p->key, p->offset, p->rlen,
                               put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
     if (rc == 0 && p->rlen != 0) {
@@ -939,6 +958,7 @@ static void pull(nicsim *sim, int32_t r)
             break;
         case QUAY_ACT_RDMA_PUT:
         case QUAY_ACT_RDMA_GET:
+        case QUAY_ACT_RDMA_ATOMIC:
             pull_rdma(sim, r, &a);
             break;
         default:

@@ -30,9 +30,10 @@ enum {
     EV_AGENT_RX,   /* the agent's handling done: into the agent */
     EV_AGENT_POST, /* an offload descriptor reached the agent */
     EV_OP_DONE,    /* a sender's op_done */
+    EV_ATOMIC,     /* a host server thread runs a remote atomic */
 };
 
-enum { PK_SEND = 1, PK_OFFLOAD, PK_DONE, PK_PUT, PK_GET, PK_GET_REPLY };
+enum { PK_SEND = 1, PK_OFFLOAD, PK_DONE, PK_PUT, PK_GET, PK_ATOMIC };
 enum { APP_START = 0, APP_COMPUTE, APP_WAIT, APP_DONE, APP_RUNNING };
 
 typedef struct tpkt {
@@ -46,6 +47,8 @@ typedef struct tpkt {
     /* RDMA */
     uint64_t key, off;
     void *local;
+    uint32_t aop;
+    uint64_t aoperand, acompare;
     /* offload */
     const quay_offload *desc;
     uint64_t cookie;
@@ -65,6 +68,7 @@ typedef struct tev {
 typedef struct trank {
     quay_engine *host, *agent;
     uint64_t host_free, bus_free, nic_free, link_free;
+    uint64_t server_free;         /* the atomic server thread (atomic_host) */
     uint64_t busy;
     int app;
     quay_req *wait;
@@ -153,6 +157,10 @@ int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errle
             }
         if (strcmp(key, "nic_buffers") == 0) {
             m->nic_buffers = (uint32_t)v;
+            found = 1;
+        }
+        if (strcmp(key, "atomic_host") == 0) {
+            m->atomic_host = (uint32_t)(v != 0);
             found = 1;
         }
         if (!found) {
@@ -316,9 +324,16 @@ static void host_pump(tsim *t, int32_t rank)
                 p->desc = a.offload.desc;
                 p->len = sizeof *a.offload.desc;
             }
-        } else if (a.kind == QUAY_ACT_RDMA_PUT || a.kind == QUAY_ACT_RDMA_GET) {
-            p = pkt_new(t, rank, a.peer, a.kind == QUAY_ACT_RDMA_PUT ? PK_PUT : PK_GET);
+        } else if (a.kind == QUAY_ACT_RDMA_PUT || a.kind == QUAY_ACT_RDMA_GET ||
+                   a.kind == QUAY_ACT_RDMA_ATOMIC) {
+            p = pkt_new(t, rank, a.peer,
+                        a.kind == QUAY_ACT_RDMA_PUT   ? PK_PUT
+                        : a.kind == QUAY_ACT_RDMA_GET ? PK_GET
+                                                      : PK_ATOMIC);
             if (p != NULL) {
+                p->aop = a.atomic.op;
+                p->aoperand = a.atomic.operand;
+                p->acompare = a.atomic.compare;
                 p->token = a.token;
                 p->key = a.rdma.key;
                 p->off = a.rdma.offset;
@@ -518,10 +533,19 @@ static void retry_refused(tsim *t, quay_engine *e, trank *r)
     (void)moved;
 }
 
-/* RDMA at the target: the NIC resolves the key against the host's memory. */
+/* RDMA at the target: the NIC resolves the key against the host's memory
+ * (an atomic: one at a time per NIC, which is what makes it atomic). */
 static int rdma_exec(tsim *t, tpkt *p)
 {
     trank *tr = &t->r[p->to];
+    if (p->kind == PK_ATOMIC) {
+        uint64_t old = 0;
+        int rc = quay_mem_atomic(tr->host, p->key, p->off, p->aop, p->aoperand, p->acompare,
+                                 &old);
+        if (rc == 0)
+            memcpy(p->local, &old, sizeof old);
+        return rc;
+    }
     void *mem = NULL;
     int rc = quay_mem_resolve(tr->host, p->key, p->off, p->len,
                               p->kind == PK_PUT ? QUAY_MEM_WRITE : QUAY_MEM_READ, &mem);
@@ -569,7 +593,16 @@ static void step(tsim *t, const tev *ev)
         break;
     }
     case EV_NIC_RX:
-        if (p->kind == PK_PUT || p->kind == PK_GET) {
+        if (p->kind == PK_ATOMIC && m->atomic_host) {
+            /* Up to host memory, then the server thread when it is free. */
+            r->nic_free = max64(r->nic_free, t->now) + m->nic_ns;
+            r->bus_free = max64(r->bus_free, r->nic_free) + m->bus_ns;
+            r->server_free = max64(r->server_free, r->bus_free) + m->host_recv_ns +
+                             m->host_send_ns;
+            ev_push(t, r->server_free, EV_ATOMIC, ev->rank, p);
+            break;
+        }
+        if (p->kind == PK_PUT || p->kind == PK_GET || p->kind == PK_ATOMIC) {
             /* The target NIC moves the data by DMA, no host involved; the
              * initiator's op_done follows one wire latency later. */
             r->nic_free = max64(r->nic_free, t->now) + m->nic_ns;
@@ -637,6 +670,15 @@ static void step(tsim *t, const tev *ev)
             host_pump(t, ev->rank);
             host_check_wait(t, ev->rank);
         }
+        break;
+    }
+    case EV_ATOMIC: {
+        /* Done by the server; its reply goes back down the bus and over. */
+        int rc = rdma_exec(t, p);
+        op_done_at(t, t->now + 2 * m->bus_ns + 2 * m->nic_ns + m->wire_ns, p->from, p->token,
+                   0, rc);
+        t->st.packets++;
+        pkt_free(p);
         break;
     }
     default:

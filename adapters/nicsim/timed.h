@@ -54,6 +54,11 @@ typedef struct nicsim_model {
     uint64_t agent_step_ns; /**< offload agent: per local schedule step */
     uint64_t wire_ns, wire_ps;
     uint32_t nic_buffers;   /**< receive buffers per NIC; 0: unbounded */
+    /** 0: remote atomics run on the target NIC (nic_ns, a DMA each way);
+     *  1: on a server thread of the target host [NIC ch. 5's host-based
+     *  baseline]: over the bus, host_recv_ns + host_send_ns on its own CPU,
+     *  the reply back over the bus. */
+    uint32_t atomic_host;
 } nicsim_model;
 
 /** A plausible 2020s cluster: 1 us host overheads, 12.5 GB/s links. */

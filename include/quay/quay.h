@@ -375,6 +375,9 @@ enum {
     /** The transport can execute RDMA_GET / RDMA_PUT actions. */
     QUAY_CAP_RDMA_GET = 1u << 1,
     QUAY_CAP_RDMA_PUT = 1u << 2,
+    /** The transport executes QUAY_ACT_RDMA_ATOMIC at the target (its NIC
+     *  or an adapter thread), one at a time per target engine. */
+    QUAY_CAP_RDMA_ATOMIC = 1u << 3,
 };
 
 /** Size of the largest header (channel frame + engine header) on a
@@ -611,6 +614,42 @@ QUAY_API int quay_iput(quay_engine *e, int32_t peer, const void *local, size_t l
 QUAY_API int quay_iget(quay_engine *e, int32_t peer, void *local, size_t len, uint64_t key,
                        uint64_t offset, quay_req **preq);
 
+/** Remote atomic operations on a 64-bit word [NIC ch. 5]. */
+enum {
+    QUAY_ATOMIC_FADD = 1, /**< word += operand; returns the old word */
+    QUAY_ATOMIC_SWAP = 2, /**< word = operand (fetch-and-write) */
+    QUAY_ATOMIC_CAS = 3   /**< if word == compare: word = operand; returns the old word */
+};
+
+/**
+ * A remote atomic on the 8-byte word at (key, offset) of world rank
+ * `peer`'s registered memory (registered with QUAY_MEM_READ |
+ * QUAY_MEM_WRITE): it becomes one QUAY_ACT_RDMA_ATOMIC action, executed
+ * where the memory is without its host (to this rank itself: at once);
+ * the old value lands in *result (host byte order) and the request
+ * completes at the op_done (status.error: e.g. QUAY_ESTATE / QUAY_EPROTO
+ * when the peer refused the key). Operations on one engine's memory are
+ * executed one at a time, so each is atomic against the others. *result
+ * must stay valid until completion. Needs QUAY_CAP_RDMA_ATOMIC unless
+ * peer is this rank. 0, QUAY_EINVAL, QUAY_ERANK, QUAY_ENOTSUP,
+ * QUAY_EAGAIN.
+ */
+QUAY_API int quay_iatomic(quay_engine *e, int32_t peer, uint32_t op, uint64_t key,
+                          uint64_t offset, uint64_t operand, uint64_t compare,
+                          uint64_t *result, quay_req **preq);
+
+/**
+ * For adapters executing QUAY_ACT_RDMA_ATOMIC on target engine e: check
+ * the key as quay_mem_resolve does (8 bytes, read and write access), then
+ * apply op to the word and store its previous value in *old. The word is
+ * read and written with memcpy (no alignment needed); the caller
+ * serialises calls on one engine (the engine contract), which is what
+ * makes the operation atomic against every other remote atomic there.
+ * 0, QUAY_ESTATE, QUAY_EPROTO, QUAY_EINVAL (unknown op).
+ */
+QUAY_API int quay_mem_atomic(const quay_engine *e, uint64_t key, uint64_t offset, uint32_t op,
+                             uint64_t operand, uint64_t compare, uint64_t *old);
+
 /* ------------------------------------------------------------------ */
 /* Arrivals, time, output                                               */
 /* ------------------------------------------------------------------ */
@@ -754,7 +793,12 @@ typedef enum quay_action_kind {
     QUAY_ACT_OFFLOAD = 6,
     /** Agent engine: the offloaded collective `offload.cookie` is done
      *  with `offload.status`: give it to the host (quay_on_offload_done). */
-    QUAY_ACT_OFFLOAD_DONE = 7
+    QUAY_ACT_OFFLOAD_DONE = 7,
+    /** A remote atomic on peer's registered word (rdma.key, rdma.offset,
+     *  8 bytes): run quay_mem_atomic on the target engine with
+     *  atomic.op / operand / compare, write the old value (8 bytes, host
+     *  order) to rdma.local, then give op_done(token, status). */
+    QUAY_ACT_RDMA_ATOMIC = 8
 } quay_action_kind;
 
 /** A slice of memory. */
@@ -787,6 +831,12 @@ typedef struct quay_action {
         void *local;     /**< local memory (source for PUT, target for GET) */
         uint64_t len;    /**< bytes */
     } rdma;
+    /** RDMA_ATOMIC: QUAY_ATOMIC_*, the operand, CAS's compare value. */
+    struct {
+        uint32_t op;
+        uint64_t operand;
+        uint64_t compare;
+    } atomic;
     /** OFFLOAD / OFFLOAD_DONE (quay_coll.h). */
     struct {
         const struct quay_offload *desc; /**< OFFLOAD: what to run */

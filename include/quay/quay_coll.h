@@ -147,6 +147,47 @@ QUAY_API int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, voi
                              size_t count, quay_dtype dt, const quay_op *op, quay_req **req);
 
 /* ------------------------------------------------------------------ */
+/* A distributed queue lock on remote atomics [NIC ch. 5]               */
+/* ------------------------------------------------------------------ */
+
+/** Where a member's lock record lives: its registered memory (16 bytes,
+ *  QUAY_MEM_READ | QUAY_MEM_WRITE) as it published it. */
+typedef struct quay_lock_rec {
+    uint64_t key;
+    uint64_t offset;
+} quay_lock_rec;
+
+/** One member's handle of an MCS queue lock (lock.c has the protocol).
+ *  The lock word (8 bytes, zero at the start) lives in the registered
+ *  memory of rank `home`; every member has a 16-byte record in its own
+ *  registered memory. Waiting never sends anything: it reads the local
+ *  record, which the predecessor writes. Fields are private. */
+typedef struct quay_lock {
+    quay_engine *e;
+    int32_t me, home, peer;
+    uint64_t lock_key, lock_off;
+    const quay_lock_rec *recs;
+    void *mine;
+    int state;
+    quay_req *op;
+    uint64_t result, val;
+} quay_lock;
+
+/** Set up l for engine e: the lock word at (home, lock_key, lock_off),
+ *  recs[world rank] the members' records, `mine` this rank's record
+ *  (local memory, inside its registered region recs[my rank]). */
+QUAY_API int quay_lock_init(quay_lock *l, quay_engine *e, int32_t home, uint64_t lock_key,
+                            uint64_t lock_off, const quay_lock_rec *recs, void *mine);
+/** Start acquiring (from idle): 0, QUAY_EBUSY, or a quay_iatomic error. */
+QUAY_API int quay_lock_acquire(quay_lock *l);
+/** Start releasing (from held): 0, QUAY_EBUSY, or an iput/iatomic error. */
+QUAY_API int quay_lock_release(quay_lock *l);
+/** Advance after engine progress: 1 when the acquire (now held) or the
+ *  release (now free) has finished, 0 while it goes on, < 0 if a remote
+ *  operation failed (the lock is then unusable for this member). */
+QUAY_API int quay_lock_test(quay_lock *l);
+
+/* ------------------------------------------------------------------ */
 /* Offload to a NIC agent                                               */
 /* ------------------------------------------------------------------ */
 

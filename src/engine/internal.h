@@ -276,7 +276,9 @@ typedef struct mregion {
 } mregion;
 
 /* Outgoing descriptor kinds beyond wire packet types: RDMA actions. */
-enum { QOUT_RDMA_PUT = 0x40, QOUT_RDMA_GET = 0x41 };
+enum { QOUT_RDMA_PUT = 0x40, QOUT_RDMA_GET = 0x41, QOUT_RDMA_ATOMIC = 0x42 };
+/* A one-sided request's r->mode: what its action is. */
+enum { RDMA_GET = 0, RDMA_PUT = 1, RDMA_ATOMIC = 2 };
 
 /* Outgoing descriptor: one SEND action until its op_done. */
 typedef struct qout {

@@ -8,6 +8,7 @@
 #include "scn.h"
 
 #include <quay/quay.h>
+#include <quay/quay_coll.h>
 
 #include "nicsim.h"
 
@@ -19,6 +20,12 @@
 #define SCN_GUARD 32
 /* Value of untouched receive-buffer bytes. */
 #define SCN_FILL 0xA5u
+/* A communicator's collective twin: context id | 2^31 (docs/collectives.md).
+ * In the per-sender sequence lists, the context of a collective message
+ * (the sender's PKT_OUT does not name the context). */
+#define SCN_CTX_COLL 0x80000000u
+/* An algorithm / tree degree / segment drawn per seed (config ...=mixed). */
+#define SCN_MIXED (-1)
 
 typedef enum scn_opk {
     SOP_ISEND = 1,
@@ -34,8 +41,22 @@ typedef enum scn_opk {
     SOP_ATTACH,
     SOP_DETACH,
     SOP_SYNC,
-    SOP_COMM_CREATE
+    SOP_COMM_CREATE,
+    SOP_COLL      /* ibarrier / ibcast / ireduce / iallreduce */
 } scn_opk;
+
+/* Collective kinds (scn_slot.ckind). */
+typedef enum scn_collk {
+    SCOLL_BARRIER = 0,
+    SCOLL_BCAST,
+    SCOLL_REDUCE,
+    SCOLL_ALLREDUCE,
+    SCOLL_NKINDS
+} scn_collk;
+
+/* Reduction ops: quay_op_kind's predefined ones, and the scenario's user
+ * op `affine` (non-commutative, uint64 only). */
+#define SCN_OP_AFFINE QUAY_OP_USER
 
 /* Kinds of slots (objects with per-run state). */
 typedef enum scn_slotk {
@@ -43,8 +64,16 @@ typedef enum scn_slotk {
     SLOT_RECV,   /* irecv */
     SLOT_MPROBE, /* a message taken by mprobe */
     SLOT_MRECV,  /* imrecv of a taken message */
-    SLOT_PROBE   /* iprobe / probe result */
+    SLOT_PROBE,  /* iprobe / probe result */
+    SLOT_COLL    /* a collective call's request */
 } scn_slotk;
+
+/* Slots that are requests (wait / free / waitall / the completion checks). */
+static inline int scn_is_req(int kind)
+{
+    return kind == SLOT_SEND || kind == SLOT_RECV || kind == SLOT_MRECV ||
+           kind == SLOT_COLL;
+}
 
 typedef struct scn_op {
     int kind;     /* scn_opk */
@@ -79,8 +108,29 @@ typedef struct scn_slot {
     int32_t expect_err;
     int64_t expect_count; /* -1: not checked */
     size_t off;   /* SEND: offset of the payload in scn.payload;
-                     RECV/MRECV: offset in the owner's receive arena */
+                     RECV/MRECV: offset in the owner's receive arena;
+                     COLL: its buffer (bcast) / receive buffer (reductions)
+                     in the owner's arena */
+    /* COLL */
+    int ckind;    /* scn_collk */
+    int cinst;    /* index in scn.cinst: the collective instance */
+    int inplace;  /* reductions: QUAY_IN_PLACE at this rank */
+    size_t off2;  /* reductions not in place: the send buffer (arena) */
 } scn_slot;
+
+/* One collective instance: the seq-th collective called on a communicator,
+ * the same call at every member (checked at parse time). */
+typedef struct scn_cinst {
+    int comm;      /* index in scn.comms */
+    int seq;       /* its number among the collectives on `comm` */
+    int ckind;     /* scn_collk */
+    int32_t root;  /* comm rank (bcast, reduce), else 0 */
+    uint64_t size; /* bcast: bytes; reductions: elements */
+    int dtype;     /* quay_dtype (reductions) */
+    int opk;       /* quay_op_kind or SCN_OP_AFFINE (reductions) */
+    int line;      /* the first statement that calls it */
+    unsigned callers; /* bit w: world rank w calls it */
+} scn_cinst;
 
 typedef struct scn_comm {
     uint32_t ctx;
@@ -110,6 +160,19 @@ struct scn {
     int rndv;                 /* config rndv=: SCN_RNDV_* (0: copy, no RDMA caps) */
     int rtr;                  /* config rtr=1: receiver-initiated transfers;
                                  rtr=2: and ANY_SOURCE arbitration */
+    /* collectives: config coll_*= (SCN_MIXED: drawn per seed) */
+    int coll_alg[SCOLL_NKINDS]; /* QUAY_BARRIER_* ... (0: automatic) */
+    int coll_degree;          /* 0: engine default */
+    int64_t coll_segment;     /* bytes, 0: cost model */
+    uint32_t coll_max;        /* 0: engine default */
+
+    scn_cinst *cinst;         /* collective instances, in order of first call */
+    int ncinst;
+    int capcinst;
+    int ncoll[SCN_MAX_COMMS][SCN_MAX_RANKS]; /* collectives called so far */
+    uint32_t coll_reqs[SCN_MAX_RANKS]; /* engine requests the collectives
+                                          of a rank may hold (sizing) */
+    uint32_t coll_msgs;       /* messages of all collectives (sizing) */
 
     scn_comm comms[SCN_MAX_COMMS];
     int ncomms;
@@ -172,6 +235,9 @@ typedef struct slot_dyn {
     int got;             /* RECV / MPROBE / MRECV: send slot received */
     int nrecv;           /* SEND: receives that got it */
     int recv_by;         /* SEND: the (last) receive slot that got it */
+    uint32_t coll_done;  /* COLL: STATE -> DONE trace events (the schedule
+                            finished; seen even when freed early) */
+    uint64_t done_t;     /* COLL: time of that event */
     quay_status st;
 } slot_dyn;
 
@@ -189,10 +255,30 @@ typedef struct match_rec {
 } match_rec;
 
 typedef struct seq_ent {
-    uint32_t ctx;
+    uint32_t ctx;   /* SCN_CTX_COLL: a collective message */
     uint32_t seq;
-    int slot;
+    int slot;       /* send slot; -1: a collective message */
+    uint32_t req_id;/* collective message: the engine's sending request */
+    int nmatch;     /* collective message: MATCHes that named it */
 } seq_ent;
+
+/* A MATCH on a collective twin: an engine-owned receive of a schedule. */
+typedef struct coll_match {
+    uint64_t t;
+    int rank;       /* receiver */
+    int32_t peer;   /* sender (world rank) */
+    uint32_t seq;
+    uint32_t ctx;   /* the twin's context id */
+    int32_t src;    /* comm rank */
+    int32_t tag;
+} coll_match;
+
+/* The collective settings of one run (mixed ones drawn per seed). */
+typedef struct coll_cfg {
+    uint32_t alg[SCOLL_NKINDS];
+    uint32_t degree; /* 0: engine default */
+    size_t segment;
+} coll_cfg;
 
 typedef struct seq_list {
     seq_ent *v;
@@ -291,6 +377,11 @@ struct scn_runner {
     uint64_t switches_forced; /* resumed unstable: nothing else could move */
     uint64_t restores;        /* contexts saved, replaced and restored */
     int qjumps;               /* clock jumps while a rank is quiesced */
+    coll_match *cmatches;     /* MATCHes on collective twins, last run */
+    int ncmatches;
+    int capcmatches;
+    coll_cfg coll;            /* collective algorithms of the current run */
+    uint64_t switches_refused;/* saves refused: a collective schedule ran */
 };
 
 /* Virtual time: every scheduler step is this many ns. */
@@ -331,6 +422,37 @@ void scn_call_end(scn_runner *run, rank_rt *rk); /* ... and handle them */
 void scn_on_trace(void *ctx, const quay_trace_event *ev);
 void scn_on_complete(void *ctx, int32_t rank, quay_req *req, void *user);
 void scn_on_sim_event(void *ctx, const nicsim_event *ev);
+
+/* scn_coll.c: collectives */
+const char *scn_coll_name(int ckind);     /* "ibcast" */
+const char *scn_dtype_name(int dtype);    /* "int32" */
+const char *scn_op_name(int opk);         /* "sum", "affine" */
+int scn_dtype_parse(const char *text, int *dtype);
+int scn_op_parse(const char *text, int *opk);
+size_t scn_dtype_size(int dtype);
+/* Is op `opk` defined on `dtype`? */
+int scn_op_valid(int opk, int dtype);
+/* Algorithm of collective kind `ckind` by number or name ("tree",
+ * "scatter", "rd", "mixed", ...); 0 or -1. */
+int scn_coll_alg_parse(int ckind, const char *text, int *alg);
+const char *scn_coll_alg_name(int ckind, uint32_t alg);
+/* Bytes of a collective's buffer (bcast) or vector (reductions). */
+uint64_t scn_coll_bytes(const scn *s, const scn_cinst *ci);
+/* Draw the run's collective settings (setup) and fill the collectives'
+ * buffers: root data, operands (the arenas hold SCN_FILL already). */
+void scn_coll_setup(scn_runner *run, uint64_t seed);
+/* Make the call of COLL slot `sl` (rank rk); the engine's return code. */
+int scn_coll_call(scn_runner *run, rank_rt *rk, int sl, quay_req **req);
+/* A MATCH on a collective twin (trace hook). */
+void scn_coll_on_match(scn_runner *run, rank_rt *rk, const quay_trace_event *ev,
+                       uint64_t t);
+/* Is a schedule of rank r still running (a posted collective whose
+ * request has not reached DONE)? */
+int scn_coll_running(const scn_runner *run, int r);
+/* End of run: the collectives' statuses, buffers and timing, and the
+ * traffic on collective twins. */
+void scn_coll_check_run(scn_runner *run);
+void scn_coll_summary(const scn_runner *run, int sl, FILE *out);
 
 /* scn_ops.c: the ranks' programs */
 int scn_slot_finished(const scn_runner *run, int sl);

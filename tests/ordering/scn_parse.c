@@ -12,6 +12,13 @@
  *   R: cancel N | free N | wait N | waitall | attach size=S | detach
  *   *: sync                                  R: expect N err=... [count=C]
  *   R: comm_create ID    (the comm exists for R only from here on)
+ *   R: ibarrier [comm=ID] [as=N]
+ *   R: ibcast root=C size=S [comm=ID] [as=N]
+ *   R: ireduce root=C count=N type=T op=O [inplace] [comm=ID] [as=N]
+ *   R: iallreduce count=N type=T op=O [inplace] [comm=ID] [as=N]
+ *
+ * Every member of a communicator makes the same collective calls on it in
+ * the same order (kind, root, size / count, type, op): checked here.
  *
  * R is a world rank or `*` (the op for every rank). Sizes take K/M/G.
  */
@@ -33,7 +40,13 @@ typedef struct parser {
     int attached[SCN_MAX_RANKS];
     unsigned created[SCN_MAX_COMMS]; /* bit r: comm_create seen for r */
     int seen_op;
+    int coll_mixed;              /* config coll=mixed */
+    unsigned coll_set;           /* config keys given explicitly (bits) */
 } parser;
+
+/* parser.coll_set bits: the algorithm keys are bits 0..3 (scn_collk) */
+#define COLL_SET_DEGREE (1u << SCOLL_NKINDS)
+#define COLL_SET_SEGMENT (1u << (SCOLL_NKINDS + 1))
 
 static int perr(parser *p, const char *fmt, ...)
 {
@@ -290,6 +303,150 @@ static int finished(const scn *s, int rank, int t)
     return 0;
 }
 
+/* How a collective's arguments read back in messages ("ibcast root=1
+ * size=300"). */
+static void cinst_text(const scn_cinst *ci, char *b, size_t n)
+{
+    switch (ci->ckind) {
+    case SCOLL_BCAST:
+        snprintf(b, n, "ibcast root=%d size=%llu", ci->root,
+                 (unsigned long long)ci->size);
+        break;
+    case SCOLL_REDUCE:
+    case SCOLL_ALLREDUCE:
+        if (ci->ckind == SCOLL_REDUCE)
+            n -= (size_t)snprintf(b, n, "ireduce root=%d ", ci->root);
+        else
+            n -= (size_t)snprintf(b, n, "iallreduce ");
+        snprintf(b + strlen(b), n, "count=%llu type=%s op=%s",
+                 (unsigned long long)ci->size, scn_dtype_name(ci->dtype),
+                 scn_op_name(ci->opk));
+        break;
+    default:
+        snprintf(b, n, "ibarrier");
+        break;
+    }
+}
+
+/* The rank's next collective on comm c is `want`: the same as what the
+ * other members call at that point (their first statement made the
+ * instance), or a new instance. Returns its index, or -1 (error). */
+static int coll_instance(parser *p, int rank, int c, const scn_cinst *want)
+{
+    scn *s = p->s;
+    int seq = s->ncoll[c][rank]++, i;
+    scn_cinst *ci;
+    for (i = 0; i < s->ncinst; i++) {
+        char a[128], b[128];
+        ci = &s->cinst[i];
+        if (ci->comm != c || ci->seq != seq)
+            continue;
+        if (ci->ckind != want->ckind || ci->root != want->root ||
+            ci->size != want->size || ci->dtype != want->dtype ||
+            ci->opk != want->opk) {
+            cinst_text(want, a, sizeof a);
+            cinst_text(ci, b, sizeof b);
+            return perr(p,
+                        "rank %d's collective #%d on comm %u is '%s', but "
+                        "line %d calls '%s' there (every member must make the "
+                        "same collective calls in the same order)",
+                        rank, seq, s->comms[c].ctx, a, ci->line, b);
+        }
+        ci->callers |= 1u << rank;
+        return i;
+    }
+    if (s->ncinst == s->capcinst) {
+        int ncap = s->capcinst ? s->capcinst * 2 : 8;
+        scn_cinst *n = realloc(s->cinst, (size_t)ncap * sizeof *n);
+        if (n == NULL)
+            return perr(p, "out of memory");
+        s->cinst = n;
+        s->capcinst = ncap;
+    }
+    ci = &s->cinst[s->ncinst];
+    *ci = *want;
+    ci->comm = c;
+    ci->seq = seq;
+    ci->line = p->line;
+    ci->callers = 1u << rank;
+    return s->ncinst++;
+}
+
+/* R: ibarrier | ibcast | ireduce | iallreduce ... */
+static int parse_coll(parser *p, int rank, int ckind, const char *opname,
+                      args *a)
+{
+    scn *s = p->s;
+    scn_cinst want;
+    scn_op *op;
+    scn_slot *x;
+    const char *name;
+    int c, sl, ci, inplace = 0, i;
+    uint64_t v;
+
+    memset(&want, 0, sizeof want);
+    want.ckind = ckind;
+    if (get_comm(p, a, rank, &c) || take_name(p, a, rank, &name))
+        return -1;
+    for (i = 0; i < a->npos; i++) {
+        if (strcmp(a->pos[i], "inplace") != 0 ||
+            (ckind != SCOLL_REDUCE && ckind != SCOLL_ALLREDUCE))
+            return perr(p, "%s: unexpected '%s'", opname, a->pos[i]);
+        inplace = 1;
+    }
+    if (ckind == SCOLL_BCAST || ckind == SCOLL_REDUCE) {
+        if (need_u64(p, a, "root", &v))
+            return -1;
+        if (v >= (uint64_t)s->comms[c].n)
+            return perr(p, "%s: root=%llu outside comm %u of size %d", opname,
+                        (unsigned long long)v, s->comms[c].ctx, s->comms[c].n);
+        want.root = (int32_t)v;
+    }
+    if (ckind == SCOLL_BCAST && need_u64(p, a, "size", &want.size))
+        return -1;
+    if (ckind == SCOLL_REDUCE || ckind == SCOLL_ALLREDUCE) {
+        const char *t = arg(a, "type"), *o = arg(a, "op");
+        if (need_u64(p, a, "count", &want.size))
+            return -1;
+        if (t == NULL || scn_dtype_parse(t, &want.dtype) != 0)
+            return perr(p, "%s: type=int8|uint8|int16|uint16|int32|uint32|"
+                           "int64|uint64|float|double, not '%s'",
+                        opname, t ? t : "");
+        if (o == NULL || scn_op_parse(o, &want.opk) != 0)
+            return perr(p, "%s: op=sum|prod|min|max|band|bor|bxor|land|lor|"
+                           "lxor|affine, not '%s'",
+                        opname, o ? o : "");
+        if (!scn_op_valid(want.opk, want.dtype))
+            return perr(p, "%s: op=%s is not defined on type=%s (%s)", opname,
+                        o, t,
+                        want.opk == SCN_OP_AFFINE
+                            ? "affine takes uint64 only"
+                            : "bitwise and logical ops take integer types");
+        if (want.size > (1u << 20))
+            return perr(p, "%s: count=%llu is too large for a scenario",
+                        opname, (unsigned long long)want.size);
+    }
+    if (want.size > (16u << 20))
+        return perr(p, "%s: size is too large for a scenario", opname);
+    if ((ci = coll_instance(p, rank, c, &want)) < 0)
+        return -1;
+    if ((op = new_op(p, rank, SOP_COLL)) == NULL ||
+        (sl = new_slot(p, rank, SLOT_COLL, name)) < 0)
+        return perr(p, "out of memory");
+    x = &s->slots[sl];
+    op->slot = sl;
+    x->comm = c;
+    x->my_crank = s->comms[c].crank[rank];
+    x->ckind = ckind;
+    x->cinst = ci;
+    x->peer = want.root;
+    x->size = want.size;
+    /* MPI: a reduce's send buffer is IN_PLACE at the root only. */
+    x->inplace = inplace && (ckind == SCOLL_ALLREDUCE ||
+                             x->my_crank == want.root);
+    return args_check(p, a, opname);
+}
+
 static int parse_op(parser *p, int rank, const char *opname, args *a)
 {
     scn *s = p->s;
@@ -417,6 +574,14 @@ static int parse_op(parser *p, int rank, const char *opname, args *a)
         s->slots[t].link = sl;
         return args_check(p, a, opname);
     }
+    if (strcmp(opname, "ibarrier") == 0)
+        return parse_coll(p, rank, SCOLL_BARRIER, opname, a);
+    if (strcmp(opname, "ibcast") == 0)
+        return parse_coll(p, rank, SCOLL_BCAST, opname, a);
+    if (strcmp(opname, "ireduce") == 0)
+        return parse_coll(p, rank, SCOLL_REDUCE, opname, a);
+    if (strcmp(opname, "iallreduce") == 0)
+        return parse_coll(p, rank, SCOLL_ALLREDUCE, opname, a);
     if (strcmp(opname, "cancel") == 0 || strcmp(opname, "free") == 0 ||
         strcmp(opname, "wait") == 0) {
         int k = opname[0] == 'c' ? SOP_CANCEL
@@ -425,8 +590,11 @@ static int parse_op(parser *p, int rank, const char *opname, args *a)
         if ((t = target(p, a, rank, opname)) < 0)
             return -1;
         sk = s->slots[t].kind;
-        if (sk != SLOT_SEND && sk != SLOT_RECV && sk != SLOT_MRECV)
+        if (!scn_is_req(sk))
             return perr(p, "%s: '%s' is not a request", opname, a->pos[0]);
+        if (sk == SLOT_COLL && k == SOP_CANCEL)
+            return perr(p, "cancel: '%s' is a collective (collectives cannot "
+                           "be cancelled)", a->pos[0]);
         if (finished(s, rank, t))
             return perr(p, "%s: '%s' was already waited or freed", opname,
                         a->pos[0]);
@@ -494,8 +662,7 @@ static int parse_op(parser *p, int rank, const char *opname, args *a)
         if ((t = target(p, a, rank, "expect")) < 0)
             return -1;
         x = &s->slots[t];
-        if (x->kind != SLOT_SEND && x->kind != SLOT_RECV &&
-            x->kind != SLOT_MRECV)
+        if (!scn_is_req(x->kind))
             return perr(p, "expect: '%s' is not a request", a->pos[0]);
         if (err == NULL && count == NULL)
             return perr(p, "expect needs err= or count=");
@@ -554,6 +721,53 @@ static int parse_config(parser *p, char **tok, int ntok)
                 return perr(p, "config: flow=none|acknack|credit, not '%s'", eq + 1);
             continue;
         }
+        if (strcmp(tok[i], "coll") == 0) {
+            if (strcmp(eq + 1, "mixed") == 0)
+                p->coll_mixed = 1;
+            else if (strcmp(eq + 1, "auto") == 0)
+                p->coll_mixed = 0;
+            else
+                return perr(p, "config: coll=mixed|auto, not '%s'", eq + 1);
+            continue;
+        }
+        {
+            static const char *const keys[SCOLL_NKINDS] = {
+                "coll_barrier", "coll_bcast", "coll_reduce", "coll_allreduce"};
+            int k, found = 0;
+            for (k = 0; k < SCOLL_NKINDS; k++)
+                if (strcmp(tok[i], keys[k]) == 0) {
+                    found = 1;
+                    if (scn_coll_alg_parse(k, eq + 1, &s->coll_alg[k]) != 0)
+                        return perr(p, "config: bad %s=%s (an algorithm "
+                                       "number or name of quay_coll.h, or "
+                                       "auto / mixed)",
+                                    keys[k], eq + 1);
+                    p->coll_set |= 1u << k;
+                }
+            if (found)
+                continue;
+        }
+        if (strcmp(tok[i], "coll_tree_degree") == 0 ||
+            strcmp(tok[i], "coll_segment") == 0) {
+            int deg = tok[i][5] == 't';
+            p->coll_set |= deg ? COLL_SET_DEGREE : COLL_SET_SEGMENT;
+            if (strcmp(eq + 1, "mixed") == 0) {
+                if (deg)
+                    s->coll_degree = SCN_MIXED;
+                else
+                    s->coll_segment = SCN_MIXED;
+                continue;
+            }
+            if (parse_u64(eq + 1, &v) != 0 ||
+                (deg && (v < 2 || v > 64)) || v > (1u << 30))
+                return perr(p, "config: bad %s=%s%s", tok[i], eq + 1,
+                            deg ? " (2..64 or mixed)" : "");
+            if (deg)
+                s->coll_degree = (int)v;
+            else
+                s->coll_segment = (int64_t)v;
+            continue;
+        }
         if (strcmp(tok[i], "rndv") == 0) {
             if (scn_rndv_parse(eq + 1, &s->rndv) != 0)
                 return perr(p, "config: rndv=default|copy|get|put|mixed, not '%s'", eq + 1);
@@ -582,6 +796,8 @@ static int parse_config(parser *p, char **tok, int ntok)
             s->max_out = (uint32_t)v;
         else if (strcmp(tok[i], "max_ctrl") == 0)
             s->max_ctrl = (uint32_t)v;
+        else if (strcmp(tok[i], "coll_max") == 0 && v >= 1 && v <= 65536)
+            s->coll_max = (uint32_t)v;
         else if (strcmp(tok[i], "reorder") == 0 && v <= 1)
             s->reorder = (int)v;
         else if (strcmp(tok[i], "oracle") == 0 && v <= 1)
@@ -619,8 +835,9 @@ static int parse_comm(parser *p, char **tok, int ntok)
             first = 3;
         else
             return perr(p, "comm ID = r0 r1 ...");
-        if (parse_u64(id, &ctx) != 0 || ctx == 0 || ctx > UINT32_MAX)
-            return perr(p, "bad comm id '%s' (0 is the world)", id);
+        if (parse_u64(id, &ctx) != 0 || ctx == 0 || ctx >= SCN_CTX_COLL)
+            return perr(p, "bad comm id '%s' (0 is the world; ids are below "
+                           "2^31, the rest name collective twins)", id);
     }
     if (find_comm(s, (uint32_t)ctx) >= 0)
         return perr(p, "comm %llu defined twice", (unsigned long long)ctx);
