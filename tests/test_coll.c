@@ -530,6 +530,96 @@ static void t_concurrent(void)
                  "sub-communicator, called late by most ranks (early messages held)");
 }
 
+/* ---- application bypass ------------------------------------------------------------ */
+
+static void bypass_cfg(quay_config *c, void *arg)
+{
+    (void)arg;
+    c->coll_bypass = 1;
+}
+
+/* The root broadcasts three times before anyone else calls: every other
+ * rank gets the data (and forwards it) anyway; the later calls find it
+ * there. Eager and rendezvous sizes; some ranks call before the data. */
+static void t_bypass(void)
+{
+    static const size_t sizes[] = {100, 5000};
+    int good = 1, runs = 0;
+    uint64_t bypassed = 0;
+    for (int k = 0; k < NNS && good; k++) {
+        int n = ns[k];
+        for (int z = 0; z < 2 && good; z++) {
+            world w;
+            if (world_new(&w, n, bypass_cfg, NULL) != 0) {
+                good = 0;
+                break;
+            }
+            size_t len = sizes[z];
+            int root = n / 2;
+            enum { B = 3 };
+            uint8_t *buf[MAXN][B];
+            quay_req *q[MAXN][B];
+            memset(q, 0, sizeof q);
+            for (int r = 0; r < n; r++)
+                for (int b = 0; b < B; b++) {
+                    buf[r][b] = malloc(len);
+                    for (size_t i = 0; i < len; i++)
+                        buf[r][b][i] = r == root ? (uint8_t)(i + 13 * (size_t)b) : 0xEE;
+                }
+            /* Rank (root + 1) calls at once; the rest only after the run. */
+            int early = (root + 1) % n;
+            for (int b = 0; b < B; b++) {
+                good &= quay_ibcast(w.e[root], w.c[root], buf[root][b], len, root, &q[root][b]) == 0;
+                if (early != root)
+                    good &= quay_ibcast(w.e[early], w.c[early], buf[early][b], len, root,
+                                        &q[early][b]) == 0;
+            }
+            good &= run(&w) == NICSIM_RUN_IDLE;
+            for (int r = 0; r < n; r++) {
+                quay_stats st;
+                quay_engine_stats(w.e[r], &st);
+                if (r != root && r != early && st.coll_bypassed != B) {
+                    note("n %d len %zu: rank %d bypassed %llu of %d", n, len, r,
+                         (unsigned long long)st.coll_bypassed, B);
+                    good = 0;
+                }
+                bypassed += st.coll_bypassed;
+            }
+            for (int r = 0; r < n; r++)
+                if (r != root && r != early)
+                    for (int b = 0; b < B; b++)
+                        good &= quay_ibcast(w.e[r], w.c[r], buf[r][b], len, root, &q[r][b]) == 0;
+            good &= run(&w) == NICSIM_RUN_IDLE;
+            for (int r = 0; r < n; r++)
+                for (int b = 0; b < B; b++) {
+                    quay_status st;
+                    good &= q[r][b] != NULL && quay_req_test(q[r][b], &st) && st.error == 0;
+                    for (size_t i = 0; i < len; i++)
+                        good &= buf[r][b][i] == (uint8_t)(i + 13 * (size_t)b);
+                    if (q[r][b] != NULL)
+                        quay_req_free(w.e[r], q[r][b]);
+                    free(buf[r][b]);
+                }
+            for (int r = 0; r < n; r++) {
+                quay_stats st;
+                quay_engine_stats(w.e[r], &st);
+                good &= st.reqs_in_use == 0 && st.umsgs_in_use == 0;
+            }
+            nicsim_stats ss;
+            nicsim_get_stats(w.sim, &ss);
+            if (n >= 4 && ss.notifies == 0) {
+                note("n %d: no NOTIFY for forwarding ranks", n);
+                good = 0;
+            }
+            world_free(&w);
+            runs++;
+        }
+    }
+    ok_msg(good, "%d runs (n = 1..32, 100 B eager and 5000 B rendezvous): %llu broadcasts "
+                 "forwarded before their call, every buffer right", runs,
+           (unsigned long long)bypassed);
+}
+
 /* ---- errors and bounds ----------------------------------------------------------- */
 
 static void limit_colls(quay_config *c, void *arg)
@@ -628,6 +718,7 @@ int main(void)
     subtest("reduce", t_reduce);
     subtest("allreduce", t_allreduce);
     subtest("early messages, concurrency, communicators", t_concurrent);
+    subtest("application bypass", t_bypass);
     subtest("arguments and bounds", t_errors);
     return done_testing();
 }

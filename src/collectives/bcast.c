@@ -132,6 +132,43 @@ static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
     }
 }
 
+/* Application bypass [NIC ch. 6]: a binomial tree through a staging
+ * buffer. A rank receives into the staging buffer (posted by the call, or
+ * by the arrival itself when the data comes first: an early schedule),
+ * forwards from it to its children at once, and copies out once the call
+ * is there (the gate). The sub-tag carries the root, so the arrival alone
+ * says whom to forward to; the message length says how much to stage.
+ * Sends to a child that forwards in turn ask to wake its host (NOTIFY). */
+void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early)
+{
+    int32_t n = s->size, v = (s->rank - root + n) % n, kids[32], gk[32];
+    uint32_t subtag = CS_BYPASS_BCAST + (uint32_t)root;
+    if (len == 0)
+        return; /* nothing to move, nothing arrives: as the plain one */
+    int nk = tree_binomial_children(v, n, kids, 32);
+    uint32_t got = CS_NONE;
+    int from = CB_RECV;
+    if (v != 0) {
+        sched_tmp(s, len);
+        got = cs_recv(s, real_rank(s, tree_binomial_parent(v, n), root), CB_TMP, 0, len, subtag);
+        from = CB_TMP;
+    }
+    for (int k = 0; k < nk; k++) {
+        uint32_t snd = cs_send(s, real_rank(s, kids[k], root), from, 0, len, subtag);
+        cs_dep(s, got, snd);
+        if (snd != CS_NONE && tree_binomial_children(kids[k], n, gk, 32) > 0)
+            s->steps[snd].notify = 1;
+    }
+    if (v != 0) {
+        uint32_t cp = cs_copy(s, CB_RECV, 0, CB_TMP, 0, len);
+        cs_dep(s, got, cp);
+        if (early) {
+            s->gate = cs_join(s);
+            cs_dep(s, s->gate, cp);
+        }
+    }
+}
+
 void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root)
 {
     if (s->size == 1 || len == 0)

@@ -30,8 +30,12 @@ enum { CST_WAIT = 0, CST_READY, CST_RUNNING, CST_DONE };
 
 /* No step (an edge to or from it is ignored). */
 #define CS_NONE UINT32_MAX
-/* Sub-tags: 15 bits; the schedule's sequence number takes the 16 above. */
-#define CS_SUBTAG_MAX 0x7FFFu
+/* Sub-tags: 15 bits; the schedule's sequence number takes the 16 above.
+ * Algorithms use 0 .. CS_SUBTAG_MAX; the application-bypass broadcast
+ * CS_BYPASS_BCAST + root, which is how an arrival names its root. */
+#define CS_SUBTAG_MAX 0x3FFFu
+#define CS_BYPASS_BCAST 0x4000u
+#define CS_SUBTAG_LIMIT 0x7FFFu
 
 typedef struct coll_step {
     uint8_t kind;      /* CS_* */
@@ -41,6 +45,7 @@ typedef struct coll_step {
     uint32_t ndeps;    /* steps before it not yet done */
     uint32_t succ;     /* its successors: s->succ[succ .. succ + nsucc) */
     uint32_t nsucc;
+    uint8_t notify;    /* send: wake the receiver's host (bypass) */
     int32_t peer;      /* comm rank */
     uint32_t subtag;
     size_t off, off2;  /* byte offsets in buf / buf2 */
@@ -51,6 +56,10 @@ typedef struct coll_step {
 typedef struct coll_sched {
     qlink link;        /* e->coll_active */
     qlink rlink;       /* e->coll_ready while it has ready steps */
+    qlink elink;       /* e->coll_early: started by an arrival, not yet called */
+    uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
+    size_t bypass_len; /* early bypass bcast: the length the arrival said */
+    int32_t bypass_root;
     quay_engine *e;
     quay_req *ureq;    /* the user's request (RK_COLL) */
     quay_comm *comm;   /* the collective twin: every message goes here */
@@ -102,6 +111,9 @@ void cs_dep(coll_sched *s, uint32_t before, uint32_t after);
 
 void coll_build_barrier(coll_sched *s, uint32_t alg, uint32_t degree);
 void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root);
+/** Application-bypass broadcast (binomial, staged); early: built at an
+ *  arrival, the copy-out waits for the call (s->gate). */
+void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early);
 void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
 void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place);
 
@@ -131,5 +143,26 @@ void sched_tmp(coll_sched *s, size_t len);
 int sched_start(coll_sched *s, quay_req **req);
 /** Discard a schedule that was not started. */
 void sched_discard(coll_sched *s);
+/** Start a schedule built at an arrival: sequence number from the
+ *  message's tag, not the communicator's count; kept on e->coll_early. */
+int sched_start_early(coll_sched *s, uint32_t tagbase);
+/** The local call claims an early schedule: open its gate. */
+void sched_claim(coll_sched *s, uint8_t *rbuf);
+/** Queue a NOTIFY action for world rank peer (a hint: may be dropped). */
+void coll_notify(quay_engine *e, int32_t peer);
+
+/* ---- application bypass (bypass.c) ----------------------------------------- */
+
+int bypass_attach(quay_engine *e);
+void bypass_fini(quay_engine *e);
+/** Start early schedules for the broadcasts that arrived uncalled. */
+void bypass_dispatch(quay_engine *e);
+/** The call finds its early schedule: 1 (claimed, *req), 0, or < 0. */
+int bypass_claim(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
+                 quay_req **req);
+/** A NOTIFY action if one is queued (1), else 0. */
+int bypass_emit(quay_engine *e, quay_action *a);
+/** An OFFLOAD / OFFLOAD_DONE action if one is queued (1), else 0. */
+int offload_emit(quay_engine *e, quay_action *a);
 
 #endif /* QUAY_COLL_INTERNAL_H */

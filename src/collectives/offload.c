@@ -34,7 +34,6 @@ struct coll_offload {
     uint32_t rep_head, rep_count;
 };
 
-static int offload_emit(quay_engine *e, quay_action *a);
 
 static struct coll_offload *off_state(quay_engine *e)
 {
@@ -52,7 +51,6 @@ static struct coll_offload *off_state(quay_engine *e)
     ql_init(&st->wait);
     st->rep = rep;
     e->coll_off = st;
-    e->coll_emit = offload_emit;
     coll_hooks(e);
     return st;
 }
@@ -170,9 +168,11 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
 
 /* ---- actions (both sides) -------------------------------------------------------- */
 
-static int offload_emit(quay_engine *e, quay_action *a)
+int offload_emit(quay_engine *e, quay_action *a)
 {
     struct coll_offload *st = e->coll_off;
+    if (st == NULL)
+        return 0;
     qlink *n = ql_first(&st->out);
     memset(a, 0, sizeof *a);
     if (n != NULL) {

@@ -63,7 +63,7 @@ static uint32_t step_add(coll_sched *s, int kind)
 static uint32_t xfer(coll_sched *s, int kind, int32_t peer, int buf, size_t off, size_t len,
                      uint32_t subtag)
 {
-    if (subtag > CS_SUBTAG_MAX || peer < 0 || peer >= s->size || peer == s->rank) {
+    if (subtag > CS_SUBTAG_LIMIT || peer < 0 || peer >= s->size || peer == s->rank) {
         s->err = QUAY_EINTERNAL; /* an algorithm's bug, never the user's */
         return CS_NONE;
     }
@@ -171,6 +171,7 @@ static void sched_free(coll_sched *s)
 static void sched_fini(quay_engine *e)
 {
     offload_fini(e);
+    bypass_fini(e);
     qlink *n;
     while ((n = ql_first(&e->coll_active)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
@@ -179,11 +180,23 @@ static void sched_fini(quay_engine *e)
     }
 }
 
+static int coll_emit_any(quay_engine *e, quay_action *a)
+{
+    return offload_emit(e, a) || bypass_emit(e, a);
+}
+
 void coll_hooks(quay_engine *e)
 {
     e->coll_hook = sched_on_req_done;
     e->coll_progress = sched_progress;
     e->coll_fini = sched_fini;
+    e->coll_emit = coll_emit_any;
+}
+
+int coll_attach(quay_engine *e)
+{
+    coll_hooks(e);
+    return e->cfg.coll_bypass ? bypass_attach(e) : 0;
 }
 
 coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
@@ -208,6 +221,8 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
     memset(s, 0, sizeof *s);
     ql_init(&s->link);
     ql_init(&s->rlink);
+    ql_init(&s->elink);
+    s->gate = CS_NONE;
     s->e = e;
     s->comm = c->coll;
     s->rank = c->myrank;
@@ -254,6 +269,8 @@ static int sched_link(coll_sched *s)
     }
     qfree(e, s->edges);
     s->edges = NULL;
+    if (s->gate != CS_NONE)
+        s->steps[s->gate].ndeps++; /* opened by the local call (sched_claim) */
     /* Ready in index order: algorithms list steps in the order they want
      * them started (e.g. a binomial root sends to its largest subtree
      * first). */
@@ -265,7 +282,8 @@ static int sched_link(coll_sched *s)
     return 0;
 }
 
-int sched_start(coll_sched *s, quay_req **req)
+/* Allocate the temporaries and link the steps; on failure s is gone. */
+static int sched_prepare(coll_sched *s)
 {
     quay_engine *e = s->e;
     int rc = s->err;
@@ -273,10 +291,49 @@ int sched_start(coll_sched *s, quay_req **req)
         rc = QUAY_EAGAIN;
     if (rc == 0)
         rc = sched_link(s);
-    if (rc != 0) {
+    if (rc != 0)
         sched_discard(s);
+    return rc;
+}
+
+int sched_start_early(coll_sched *s, uint32_t tagbase)
+{
+    quay_engine *e = s->e;
+    int rc = sched_prepare(s);
+    if (rc != 0)
         return rc;
+    s->tagbase = tagbase;
+    req_set_state(e, s->ureq, QUAY_RS_COLL);
+    ql_push_tail(&e->coll_active, &s->link);
+    ql_push_tail(&e->coll_early, &s->elink);
+    e->coll_nactive++;
+    e->st.coll_started++;
+    e->st.coll_bypassed++;
+    ql_push_tail(&e->coll_ready, &s->rlink);
+    return 0;
+}
+
+void sched_claim(coll_sched *s, uint8_t *rbuf)
+{
+    quay_engine *e = s->e;
+    ql_remove(&s->elink);
+    s->rbuf = rbuf;
+    s->ureq->comm->coll_seq++;
+    coll_step *g = &s->steps[s->gate];
+    if (--g->ndeps == 0) {
+        g->state = CST_READY;
+        s->ready[s->nready++] = s->gate;
+        if (!ql_linked(&s->rlink))
+            ql_push_tail(&e->coll_ready, &s->rlink);
     }
+}
+
+int sched_start(coll_sched *s, quay_req **req)
+{
+    quay_engine *e = s->e;
+    int rc = sched_prepare(s);
+    if (rc != 0)
+        return rc;
     /* The sequence number: every member numbers its collectives on the
      * communicator alike, so it names the same call everywhere. */
     quay_comm *c = s->ureq->comm;
@@ -360,6 +417,8 @@ static int step_run(coll_sched *s, uint32_t i)
             s->nrunning--;
             return rc;
         }
+        if (st->notify)
+            coll_notify(e, s->comm->world[st->peer]);
         if (st->state == CST_RUNNING)
             st->req = r; /* not done at once (the hook ran otherwise) */
         return 0;
@@ -384,6 +443,8 @@ static void sched_finish(coll_sched *s)
     ql_remove(&s->link);
     if (ql_linked(&s->rlink))
         ql_remove(&s->rlink);
+    if (ql_linked(&s->elink))
+        ql_remove(&s->elink);
     e->coll_nactive--;
     quay_req *u = s->ureq;
     u->status.error = s->error;
@@ -440,6 +501,8 @@ static int sched_run(coll_sched *s)
 
 static void sched_progress(quay_engine *e)
 {
+    if (e->coll_npend != 0)
+        bypass_dispatch(e);
     qlink *n;
     while ((n = ql_first(&e->coll_ready)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, rlink);

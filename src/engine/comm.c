@@ -55,7 +55,19 @@ int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
         return QUAY_ECOMM; /* in use, or a collective twin's */
     if (e->ncomms_user >= e->cfg.max_comms)
         return QUAY_EAGAIN;
-    return comm_create(e, ctx, nranks, world_ranks, 0, pc);
+    int rc = comm_create(e, ctx, nranks, world_ranks, 0, pc);
+    if (rc != 0 || !e->cfg.coll_bypass)
+        return rc;
+    /* Application bypass: a broadcast's data may come before this rank's
+     * first collective; its twin must be there to see it. */
+    quay_comm *c = *pc;
+    rc = comm_create(e, ctx | QUAY_CTX_COLL, nranks, c->world, 1, &c->coll);
+    if (rc != 0) {
+        quay_comm_free(e, c);
+        *pc = NULL;
+        return QUAY_EAGAIN;
+    }
+    return 0;
 }
 
 int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *world_ranks,

@@ -120,7 +120,7 @@ int config_check(quay_config *c)
         c->coll_allreduce > 3 || c->coll_tree_degree < 2 || c->coll_tree_degree > 64 ||
         c->coll_gap_ns == 0 || c->coll_latency_ns < c->coll_gap_ns ||
         c->coll_latency_ns / c->coll_gap_ns > 1000000 || c->coll_max == 0 ||
-        c->coll_max > 65536 || c->coll_offload > 1)
+        c->coll_max > 65536 || c->coll_offload > 1 || c->coll_bypass > 1)
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

@@ -437,6 +437,10 @@ struct quay_engine {
     void (*coll_progress)(quay_engine *e);          /* run schedules with work */
     void (*coll_fini)(quay_engine *e);              /* free them (engine free) */
     int (*coll_emit)(quay_engine *e, quay_action *a); /* an offload action */
+    void (*coll_arrival)(quay_engine *e, quay_comm *twin, const struct quay_msg *m);
+    qlink coll_early;    /* schedules started by an arrival, not yet called */
+    uint32_t coll_npend; /* arrivals the collectives want to look at */
+    struct coll_bypass *coll_byp; /* application bypass state, or NULL */
     uint32_t coll_nemit; /* offload actions waiting to be pulled */
     struct coll_offload *coll_off; /* offloading state (offload.c), or NULL */
     qlink coll_ready;    /* schedules with steps to start */
@@ -504,6 +508,10 @@ int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t s
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
 /** Cancel r (arguments checked by the caller), as quay_cancel. */
 int req_cancel(quay_engine *e, quay_req *r);
+/** Collectives (src/collectives/sched.c): install the engine's hooks at
+ *  creation when the config needs them before any collective call
+ *  (coll_bypass: arrivals must be seen). 0 or QUAY_ENOMEM. */
+int coll_attach(quay_engine *e);
 /** Create a communicator (quay_comm_create without the user's checks on
  *  ctx); internal marks a collective twin. */
 int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *world_ranks,

@@ -277,6 +277,8 @@ void match_add_unexp(quay_engine *e, quay_comm *c, umsg *u)
     u->where = UM_UNEXP;
     u->comm = c;
     c->nunexp++;
+    if (c->internal && e->coll_arrival != NULL)
+        e->coll_arrival(e, c, u); /* application bypass may take it early */
     if (e->m.use_fast)
         fast_add_unexp(&e->m, c, u);
     if (e->m.oracle != NULL)

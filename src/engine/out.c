@@ -417,6 +417,7 @@ int out_has_actions(const quay_engine *e)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
            !ql_empty(&e->coll_ready) || coll_unblockable(e) || e->coll_nemit != 0 ||
+           e->coll_npend != 0 ||
            !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
            (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
@@ -432,7 +433,7 @@ int out_next_action(quay_engine *e, quay_action *a)
         seq_retry_blocked(e);
     if (coll_unblockable(e))
         ql_splice_tail(&e->coll_ready, &e->coll_blocked);
-    if (!ql_empty(&e->coll_ready))
+    if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
         e->coll_progress(e);
     const quay_req *first_waiting = NULL; /* txq: first one not in turn */
     int txq_waits = 0;                    /* ... met again: the rest wait */
