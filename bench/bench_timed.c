@@ -17,6 +17,10 @@
  *      vs contenders, atomics on the target NIC vs on a host server thread.
  *   5. the simulator: events and packet deliveries per wall second, the
  *      wall time of a max-n-rank barrier.
+ *   6. application-bypass broadcast under skew [NIC ch. 6]: after a
+ *      barrier the root broadcasts at once, the others compute U(0, D)
+ *      first; mean time inside the broadcast call, with and without
+ *      bypass, eager and rendezvous sizes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,8 @@
 
 typedef struct job {
     int n, reps, kind;
+    size_t bcast_len;
+    uint8_t **bbuf;
     uint64_t skew_max;
     tsim *t;
     quay_engine **h, **a;
@@ -40,7 +46,7 @@ typedef struct job {
     uint64_t rng;
 } job;
 
-enum { K_BARRIER, K_ALLREDUCE };
+enum { K_BARRIER, K_ALLREDUCE, K_SKEWED_BCAST };
 
 static nicsim_model M;
 
@@ -52,10 +58,44 @@ static uint64_t rnd(uint64_t *s)
     return *s;
 }
 
+/* Barrier, compute U(0, D) (not the root), broadcast: 3 steps a round. */
+static void bcast_app(tsim *t, int32_t r, job *j, int s)
+{
+    if (j->q[r] != NULL) {
+        if (s % 3 == 0) /* the broadcast just completed */
+            j->inside[r] += tsim_now(t) - j->entered[r];
+        quay_req_free(j->h[r], j->q[r]);
+        j->q[r] = NULL;
+    }
+    if (s / 3 >= j->reps) {
+        tsim_finish(t, r);
+        return;
+    }
+    switch (s % 3) {
+    case 0:
+        bench_check(quay_ibarrier(j->h[r], j->c[r], &j->q[r]), "ibarrier");
+        tsim_wait(t, r, j->q[r]);
+        return;
+    case 1:
+        tsim_compute(t, r, r == 0 ? 0 : rnd(&j->rng) % (j->skew_max + 1));
+        return;
+    default:
+        j->entered[r] = tsim_now(t);
+        bench_check(quay_ibcast(j->h[r], j->c[r], j->bbuf[r], j->bcast_len, 0, &j->q[r]),
+                    "ibcast");
+        tsim_wait(t, r, j->q[r]);
+        return;
+    }
+}
+
 static void app(tsim *t, int32_t r, void *ctx)
 {
     job *j = ctx;
     int s = j->step[r]++;
+    if (j->kind == K_SKEWED_BCAST) {
+        bcast_app(t, r, j, s);
+        return;
+    }
     if (j->q[r] != NULL) {
         j->inside[r] += tsim_now(t) - j->entered[r];
         quay_req_free(j->h[r], j->q[r]);
@@ -90,8 +130,17 @@ typedef struct result {
     tsim_stats st;
 } result;
 
+static result run_ex(int n, int offload, uint32_t barrier_alg, int kind, int reps,
+                     uint64_t skew_max, int bypass, size_t bcast_len);
+
 static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
                   uint64_t skew_max)
+{
+    return run_ex(n, offload, barrier_alg, kind, reps, skew_max, 0, 0);
+}
+
+static result run_ex(int n, int offload, uint32_t barrier_alg, int kind, int reps,
+                     uint64_t skew_max, int bypass, size_t bcast_len)
 {
     job j;
     memset(&j, 0, sizeof j);
@@ -109,6 +158,11 @@ static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
     j.out = calloc((size_t)n, sizeof *j.out);
     j.entered = calloc((size_t)n, sizeof *j.entered);
     j.inside = calloc((size_t)n, sizeof *j.inside);
+    j.bcast_len = bcast_len;
+    j.bbuf = calloc((size_t)n, sizeof *j.bbuf);
+    for (int r = 0; r < n && bcast_len != 0; r++)
+        if ((j.bbuf[r] = calloc(1, bcast_len)) == NULL)
+            bench_die("out of memory");
     if (!j.h || !j.a || !j.c || !j.step || !j.q || !j.val || !j.out || !j.entered || !j.inside)
         bench_die("out of memory");
     bench_check(tsim_new(n, &M, &j.t), "tsim_new");
@@ -124,6 +178,9 @@ static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
         c.max_comms = 2;
         c.coll_barrier = barrier_alg;
         c.coll_offload = (uint32_t)offload;
+        c.coll_bypass = (uint32_t)bypass;
+        if (kind == K_SKEWED_BCAST)
+            c.coll_bcast = QUAY_BCAST_BINOMIAL; /* the tree bypass uses too */
         bench_check(quay_engine_new(&c, &j.h[r]), "engine");
         if (offload) {
             c.coll_offload = 0;
@@ -148,7 +205,9 @@ static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
     double inside = 0;
     for (int r = 0; r < n; r++)
         inside += (double)j.inside[r];
-    res.inside_us = inside / n / reps / 1000.0;
+    res.inside_us = inside / (kind == K_SKEWED_BCAST ? n - 1 : n) / reps / 1000.0;
+    if (kind == K_SKEWED_BCAST)
+        inside -= (double)j.inside[0]; /* the root's own call is not a wait */
     res.wall_s = (double)(w1 - w0) / 1e9;
     tsim_get_stats(j.t, &res.st);
     tsim_free(j.t);
@@ -165,6 +224,9 @@ static result run(int n, int offload, uint32_t barrier_alg, int kind, int reps,
     free(j.out);
     free(j.entered);
     free(j.inside);
+    for (int r = 0; r < n; r++)
+        free(j.bbuf[r]);
+    free(j.bbuf);
     return res;
 }
 
@@ -400,6 +462,27 @@ int main(int argc, char **argv)
         else
             printf("| %d | %.2f | %.2f | %.2f |\n", c, nic, host, host / nic);
     }
+
+    printf("\n## 6. Broadcast under skew, application bypass (N = 32, %d rounds; mean us "
+           "inside the broadcast call, non-root ranks)\n\n", reps);
+    if (csv)
+        printf("csv,bypass,len,d_us,plain_us,bypass_us\n");
+    else
+        printf("| size | D (us) | plain | bypass | FoI |\n|---:|---:|---:|---:|---:|\n");
+    int bn = max_n < 32 ? max_n : 32;
+    static const size_t blens[] = {8, 2048, 16384, 65536};
+    for (size_t z = 0; z < 4; z++)
+        for (uint64_t d = 0; d <= 1000000; d = d ? d * 20 : 50000) {
+            result p0 = run_ex(bn, 0, 0, K_SKEWED_BCAST, reps, d, 0, blens[z]);
+            result p1 = run_ex(bn, 0, 0, K_SKEWED_BCAST, reps, d, 1, blens[z]);
+            if (csv)
+                printf("csv,bypass,%zu,%llu,%.2f,%.2f\n", blens[z],
+                       (unsigned long long)(d / 1000), p0.inside_us, p1.inside_us);
+            else
+                printf("| %zu | %llu | %.2f | %.2f | %.2f |\n", blens[z],
+                       (unsigned long long)(d / 1000), p0.inside_us, p1.inside_us,
+                       p0.inside_us / p1.inside_us);
+        }
 
 sim:
     printf("\n## 5. The simulator (wall clock of this machine)\n\n");

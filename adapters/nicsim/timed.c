@@ -41,6 +41,7 @@ typedef struct tpkt {
     int32_t from, to;
     uint8_t kind;
     uint8_t from_agent, to_agent;
+    uint8_t signal;     /* its sender asked to wake the receiving host */
     uint64_t token;
     size_t len;
     uint8_t *bytes;
@@ -69,6 +70,8 @@ typedef struct trank {
     quay_engine *host, *agent;
     uint64_t host_free, bus_free, nic_free, link_free;
     uint64_t server_free;         /* the atomic server thread (atomic_host) */
+    uint64_t stolen;              /* signal handlers' time, owed by the computation */
+    uint64_t app_at;              /* when the running computation ends */
     uint64_t busy;
     int app;
     quay_req *wait;
@@ -105,6 +108,7 @@ void nicsim_model_default(nicsim_model *m)
     m->host_call_ns = 200;
     m->host_post_ns = 500;
     m->host_notify_ns = 500;
+    m->host_signal_ns = 3000;
     m->bus_ns = 500;
     m->bus_ps = 40;
     m->nic_ns = 500;
@@ -122,7 +126,7 @@ int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errle
     } keys[] = {
 #define K(f) {#f, offsetof(nicsim_model, f)}
         K(host_send_ns), K(host_send_ps), K(host_recv_ns), K(host_recv_ps), K(host_call_ns),
-        K(host_post_ns), K(host_notify_ns),
+        K(host_post_ns), K(host_notify_ns), K(host_signal_ns),
         K(bus_ns),       K(bus_ps),       K(nic_ns),       K(agent_step_ns), K(wire_ns),
         K(wire_ps),
 #undef K
@@ -314,8 +318,18 @@ static void host_pump(tsim *t, int32_t rank)
     trank *r = &t->r[rank];
     quay_action a;
     int rc;
+    tpkt *sent[16]; /* this pump's last packets: a NOTIFY names one's peer */
+    int nsent = 0;
     while ((rc = quay_next_action(r->host, &a)) == 1) {
         tpkt *p = NULL;
+        if (a.kind == QUAY_ACT_NOTIFY) {
+            for (int i = nsent; i-- > 0;)
+                if (sent[i]->to == a.peer) {
+                    sent[i]->signal = 1;
+                    break;
+                }
+            continue;
+        }
         if (a.kind == QUAY_ACT_SEND) {
             p = pkt_from_send(t, rank, &a);
         } else if (a.kind == QUAY_ACT_OFFLOAD) {
@@ -349,6 +363,11 @@ static void host_pump(tsim *t, int32_t rank)
                                   bytes_ns(p->kind == PK_SEND ? p->len : 0, t->m.host_send_ps);
         r->host_free += cost;
         r->busy += cost;
+        if (p->kind == PK_SEND) {
+            if (nsent == 16)
+                memmove(sent, sent + 1, 15 * sizeof *sent);
+            sent[nsent < 16 ? nsent++ : 15] = p;
+        }
         ev_push(t, r->host_free, EV_DMA_TX, rank, p);
     }
     if (rc < 0)
@@ -441,6 +460,7 @@ static void app_run(tsim *t, int32_t rank)
     case APP_COMPUTE:
         r->app = APP_COMPUTE;
         r->host_free += r->compute_ns;
+        r->app_at = r->host_free;
         ev_push(t, r->host_free, EV_APP, rank, NULL);
         break;
     case APP_WAIT:
@@ -565,6 +585,14 @@ static void step(tsim *t, const tev *ev)
     const nicsim_model *m = &t->m;
     switch (ev->type) {
     case EV_APP:
+        if (r->app == APP_COMPUTE && r->stolen != 0) {
+            /* Signal handlers ran meanwhile: the computation ends later. */
+            r->app_at = t->now + r->stolen;
+            r->host_free = r->app_at;
+            r->stolen = 0;
+            ev_push(t, r->app_at, EV_APP, ev->rank, NULL);
+            break;
+        }
         app_run(t, ev->rank);
         break;
     case EV_DMA_TX: {
@@ -624,7 +652,19 @@ static void step(tsim *t, const tev *ev)
         ev_push(t, r->bus_free + m->bus_ns, EV_HOST_RX, ev->rank, p);
         break;
     case EV_HOST_RX:
-        if (!host_in_library(r)) {
+        if (!host_in_library(r) && p->signal && r->app == APP_COMPUTE) {
+            /* Application bypass: the handler runs now, on stolen time. */
+            uint64_t saved = r->host_free;
+            r->host_free = t->now + m->host_signal_ns + recv_cost(t, p);
+            r->busy += r->host_free - t->now;
+            if (deliver(t, r->host, r, p)) {
+                t->st.host_pkts++;
+                retry_refused(t, r->host, r);
+            }
+            host_pump(t, ev->rank);
+            r->stolen += r->host_free - t->now;
+            r->host_free = saved;
+        } else if (!host_in_library(r)) {
             q_push(&r->pend, &r->pend_tail, p); /* the app computes */
         } else {
             uint64_t cost = recv_cost(t, p);

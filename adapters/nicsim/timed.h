@@ -59,6 +59,11 @@ typedef struct nicsim_model {
      *  baseline]: over the bus, host_recv_ns + host_send_ns on its own CPU,
      *  the reply back over the bus. */
     uint32_t atomic_host;
+    /** A packet whose sender asked to wake its host (QUAY_ACT_NOTIFY,
+     *  application bypass) interrupts a computing host: a signal and its
+     *  handler cost this much on top of the receive, taken from the
+     *  computation [NIC ch. 6]. */
+    uint64_t host_signal_ns;
 } nicsim_model;
 
 /** A plausible 2020s cluster: 1 us host overheads, 12.5 GB/s links. */
