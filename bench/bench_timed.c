@@ -21,6 +21,8 @@
  *      barrier the root broadcasts at once, the others compute U(0, D)
  *      first; mean time inside the broadcast call, with and without
  *      bypass, eager and rendezvous sizes.
+ *   7. multi-send [NIC ch. 2]: a 4 KiB broadcast (binomial, and the
+ *      postal-model tree) with and without the transport's multi-send.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,8 @@ typedef struct job {
 enum { K_BARRIER, K_ALLREDUCE, K_SKEWED_BCAST };
 
 static nicsim_model M;
+static int g_multi;            /* engines get QUAY_CAP_MULTI_SEND */
+static uint32_t g_bcast_alg;   /* for K_SKEWED_BCAST runs; 0: binomial */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -180,7 +184,9 @@ static result run_ex(int n, int offload, uint32_t barrier_alg, int kind, int rep
         c.coll_offload = (uint32_t)offload;
         c.coll_bypass = (uint32_t)bypass;
         if (kind == K_SKEWED_BCAST)
-            c.coll_bcast = QUAY_BCAST_BINOMIAL; /* the tree bypass uses too */
+            c.coll_bcast = g_bcast_alg ? g_bcast_alg : QUAY_BCAST_BINOMIAL; /* bypass's tree */
+        if (g_multi)
+            c.transport_caps |= QUAY_CAP_MULTI_SEND;
         bench_check(quay_engine_new(&c, &j.h[r]), "engine");
         if (offload) {
             c.coll_offload = 0;
@@ -482,6 +488,27 @@ int main(int argc, char **argv)
                 printf("| %zu | %llu | %.2f | %.2f | %.2f |\n", blens[z],
                        (unsigned long long)(d / 1000), p0.inside_us, p1.inside_us,
                        p0.inside_us / p1.inside_us);
+        }
+
+    printf("\n## 7. Multi-send: 4 KiB broadcast, mean us inside the call (non-root ranks, "
+           "%d rounds, no skew)\n\n", reps);
+    if (!csv)
+        printf("| N | tree | unicast copies | multi-send | FoI |\n|---:|---|---:|---:|---:|\n");
+    for (int n = 4; n <= max_n && n <= 256; n *= 4)
+        for (uint32_t alg = QUAY_BCAST_BINOMIAL; alg <= QUAY_BCAST_OPTIMAL_TREE; alg++) {
+            g_bcast_alg = alg;
+            g_multi = 0;
+            result u = run_ex(n, 0, 0, K_SKEWED_BCAST, reps, 0, 0, 4096);
+            g_multi = 1;
+            result x = run_ex(n, 0, 0, K_SKEWED_BCAST, reps, 0, 0, 4096);
+            g_multi = 0;
+            g_bcast_alg = 0;
+            if (csv)
+                printf("csv,multi,%d,%u,%.2f,%.2f\n", n, alg, u.inside_us, x.inside_us);
+            else
+                printf("| %d | %s | %.2f | %.2f | %.2f |\n", n,
+                       alg == QUAY_BCAST_BINOMIAL ? "binomial" : "postal optimal", u.inside_us,
+                       x.inside_us, u.inside_us / x.inside_us);
         }
 
 sim:

@@ -932,6 +932,21 @@ static void pull(nicsim *sim, int32_t r)
         case QUAY_ACT_SEND:
             pull_send(sim, r, &a);
             break;
+        case QUAY_ACT_SEND_MULTI: {
+            /* One descriptor, many destinations: a packet per copy. */
+            sim->st.multi_sends++;
+            uint32_t extra = a.nmulti < QUAY_MULTI_MAX ? a.nmulti : QUAY_MULTI_MAX;
+            quay_action one = a;
+            one.kind = QUAY_ACT_SEND;
+            pull_send(sim, r, &one);
+            for (uint32_t i = 0; i < extra; i++) {
+                one.peer = a.multi[i].peer;
+                one.token = a.multi[i].token;
+                one.iov[0] = a.multi[i].hdr;
+                pull_send(sim, r, &one);
+            }
+            break;
+        }
         case QUAY_ACT_COMPLETE:
             sim->st.completes++;
             if (sim->event_cb != NULL) {

@@ -305,6 +305,7 @@ typedef struct nicsim_stats {
     uint64_t sends;          /**< SEND actions (packets put in flight) */
     uint64_t completes;      /**< COMPLETE actions */
     uint64_t notifies;       /**< NOTIFY actions */
+    uint64_t multi_sends;    /**< SEND_MULTI actions (each counted once) */
     uint64_t deliveries;     /**< packets consumed (quay_on_packet == 0) */
     uint64_t eagain;         /**< quay_on_packet == QUAY_EAGAIN */
     uint64_t rejects;        /**< quay_on_packet == EPROTO / ESTATE */

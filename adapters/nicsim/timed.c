@@ -330,6 +330,31 @@ static void host_pump(tsim *t, int32_t rank)
                 }
             continue;
         }
+        if (a.kind == QUAY_ACT_SEND_MULTI) {
+            /* Built once by the host, DMA'd once; the NIC sends a copy per
+             * destination (each pays nic_ns and its link time). */
+            quay_action one = a;
+            one.kind = QUAY_ACT_SEND;
+            tpkt *first = pkt_from_send(t, rank, &one);
+            if (first == NULL)
+                continue;
+            uint64_t cost = t->m.host_send_ns + bytes_ns(first->len, t->m.host_send_ps);
+            r->host_free += cost;
+            r->busy += cost;
+            ev_push(t, r->host_free, EV_DMA_TX, rank, first);
+            uint64_t at = r->host_free + t->m.bus_ns + bytes_ns(first->len, t->m.bus_ps);
+            for (uint32_t i = 0; i < a.nmulti && i < QUAY_MULTI_MAX; i++) {
+                one.peer = a.multi[i].peer;
+                one.token = a.multi[i].token;
+                one.iov[0] = a.multi[i].hdr;
+                tpkt *c = pkt_from_send(t, rank, &one);
+                if (c == NULL)
+                    break;
+                op_done_at(t, at, rank, c->token, 0, 0);
+                ev_push(t, at, EV_NIC_TX, rank, c);
+            }
+            continue;
+        }
         if (a.kind == QUAY_ACT_SEND) {
             p = pkt_from_send(t, rank, &a);
         } else if (a.kind == QUAY_ACT_OFFLOAD) {

@@ -386,6 +386,10 @@ enum {
     /** The transport executes QUAY_ACT_RDMA_ATOMIC at the target (its NIC
      *  or an adapter thread), one at a time per target engine. */
     QUAY_CAP_RDMA_ATOMIC = 1u << 3,
+    /** The transport takes QUAY_ACT_SEND_MULTI: one payload to several
+     *  peers, each with its own header [NIC ch. 2 multi-send]. Used only
+     *  without flow control (QUAY_FLOW_NONE). */
+    QUAY_CAP_MULTI_SEND = 1u << 4,
 };
 
 /** Size of the largest header (channel frame + engine header) on a
@@ -806,7 +810,12 @@ typedef enum quay_action_kind {
      *  8 bytes): run quay_mem_atomic on the target engine with
      *  atomic.op / operand / compare, write the old value (8 bytes, host
      *  order) to rdma.local, then give op_done(token, status). */
-    QUAY_ACT_RDMA_ATOMIC = 8
+    QUAY_ACT_RDMA_ATOMIC = 8,
+    /** SEND's iov to `peer` (token), and the same payload iov[1] to each
+     *  multi[i].peer with its own header multi[i].hdr and token
+     *  multi[i].token: one descriptor, many destinations. Every token gets
+     *  its own op_done. Only with QUAY_CAP_MULTI_SEND. */
+    QUAY_ACT_SEND_MULTI = 9
 } quay_action_kind;
 
 /** A slice of memory. */
@@ -816,6 +825,8 @@ typedef struct quay_iov {
 } quay_iov;
 
 #define QUAY_ACTION_IOV_MAX 2
+/** Most extra destinations of one QUAY_ACT_SEND_MULTI. */
+#define QUAY_MULTI_MAX 15
 
 /**
  * One unit of output. SEND: iov[0] is the engine-owned header, valid until
@@ -839,6 +850,13 @@ typedef struct quay_action {
         void *local;     /**< local memory (source for PUT, target for GET) */
         uint64_t len;    /**< bytes */
     } rdma;
+    /** SEND_MULTI: the further destinations (nmulti of them). */
+    uint32_t nmulti;
+    struct {
+        int32_t peer;
+        uint64_t token;
+        quay_iov hdr;
+    } multi[QUAY_MULTI_MAX];
     /** RDMA_ATOMIC: QUAY_ATOMIC_*, the operand, CAS's compare value. */
     struct {
         uint32_t op;

@@ -374,6 +374,7 @@ void out_fill_send(quay_engine *e, qout *o, quay_action *a)
     a->kind = QUAY_ACT_SEND;
     a->peer = o->peer;
     a->token = out_token(e, o);
+    a->nmulti = 0;
     if (o->framed) {
         a->iov[0].base = o->hdr;
         a->iov[0].len = (size_t)CHAN_FRAME_LEN + o->hdr_len;
@@ -421,6 +422,51 @@ int out_has_actions(const quay_engine *e)
            !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
            (!e->quiesced && !ql_empty(&e->rdmaq)) ||
            (e->flow && chan_has_work(e));
+}
+
+/* An eager send at the head of the txq that carries `payload` too, in
+ * its turn, with a descriptor free: the next destination of a multi-send. */
+static quay_req *multi_next(quay_engine *e, const qout *o)
+{
+    qlink *n = ql_first(&e->txq);
+    if (n == NULL || !out_avail(e))
+        return NULL;
+    quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
+    if (r->kind != RK_SEND || (r->flags & (RF_ENV_SENT | RF_RNDV | RF_CANCEL_WANTED)) ||
+        r->state != QUAY_RS_SEND_EAGER || r->u.sbuf != o->payload ||
+        r->len != o->payload_len || r->peer == e->rank ||
+        (e->rtr_pool != NULL && !req_in_seq_turn(e, r)))
+        return NULL;
+    return r;
+}
+
+/* The SEND in *a (descriptor o) goes out; eager sends of the same payload
+ * queued right behind it join it as one SEND_MULTI [NIC ch. 2]: a
+ * broadcast tree's copies to its children leave as one descriptor. */
+static void multi_send(quay_engine *e, const qout *o, quay_action *a)
+{
+    if (e->flow || o->payload_len == 0)
+        return;
+    quay_req *r;
+    while (a->nmulti < QUAY_MULTI_MAX && (r = multi_next(e, o)) != NULL) {
+        ql_remove(&r->link);
+        qout *m = out_alloc(e);
+        if (req_emit(r, m))
+            ql_push_tail(&e->txq, &r->link); /* (a cancel to follow) */
+        else
+            txq_leave(e, r);
+        if (e->rtr_pool != NULL)
+            e->peers[m->peer].tx_unsent--; /* a numbered packet left */
+        e->st.pkts_out++;
+        if (e->trace_fn)
+            trace_pkt(e, QUAY_TR_PKT_OUT, m->pkt, m->peer, r->id, m->seq, 0);
+        a->multi[a->nmulti].peer = m->peer;
+        a->multi[a->nmulti].token = out_token(e, m);
+        a->multi[a->nmulti].hdr.base = OUT_HDR(m);
+        a->multi[a->nmulti].hdr.len = m->hdr_len;
+        a->nmulti++;
+        a->kind = QUAY_ACT_SEND_MULTI;
+    }
 }
 
 int out_next_action(quay_engine *e, quay_action *a)
@@ -506,8 +552,11 @@ int out_next_action(quay_engine *e, quay_action *a)
                  o->pkt == QUAY_PKT_CANCEL_REQ || o->pkt == QUAY_PKT_SC ||
                  o->pkt == QUAY_PKT_ANY_FLAG))
                 e->peers[o->peer].tx_unsent--; /* a numbered packet left */
-            if (hand_out(e, o, a))
+            if (hand_out(e, o, a)) {
+                if (a->kind == QUAY_ACT_SEND && (e->cfg.transport_caps & QUAY_CAP_MULTI_SEND))
+                    multi_send(e, o, a);
                 return 1;
+            }
             continue;
         }
         if (e->coll_nemit != 0 && e->coll_emit(e, a))
