@@ -113,7 +113,10 @@ void bypass_dispatch(quay_engine *e)
         uint32_t tagbase = (uint32_t)c.tag & ~CS_SUBTAG_LIMIT;
         int32_t root = (int32_t)(((uint32_t)c.tag & CS_SUBTAG_LIMIT) - CS_BYPASS_BCAST);
         quay_comm *user = parent_of(e, c.twin);
+        /* (the length comes from the wire: staging is bounded like any
+         * unexpected data) */
         if (user == NULL || root >= user->size || root == user->myrank ||
+            c.len > e->cfg.unexpected_bytes_max ||
             find_sched(e, c.twin, tagbase) != NULL || e->coll_nactive >= e->cfg.coll_max)
             continue; /* taken, not ours to forward, or no room: the call does it */
         int rc;
