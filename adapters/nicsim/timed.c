@@ -71,6 +71,7 @@ typedef struct trank {
     uint64_t host_free, bus_free, nic_free, link_free;
     uint64_t server_free;         /* the atomic server thread (atomic_host) */
     uint64_t stolen;              /* signal handlers' time, owed by the computation */
+    int want_progress;            /* its engine said NOTIFY(self): keep handling */
     uint64_t app_at;              /* when the running computation ends */
     uint64_t busy;
     int app;
@@ -323,6 +324,10 @@ static void host_pump(tsim *t, int32_t rank)
     while ((rc = quay_next_action(r->host, &a)) == 1) {
         tpkt *p = NULL;
         if (a.kind == QUAY_ACT_NOTIFY) {
+            if (a.peer == rank) {
+                r->want_progress = 1; /* a bypassed transfer is under way */
+                continue;
+            }
             for (int i = nsent; i-- > 0;)
                 if (sent[i]->to == a.peer) {
                     sent[i]->signal = 1;
@@ -677,10 +682,12 @@ static void step(tsim *t, const tev *ev)
         ev_push(t, r->bus_free + m->bus_ns, EV_HOST_RX, ev->rank, p);
         break;
     case EV_HOST_RX:
-        if (!host_in_library(r) && p->signal && r->app == APP_COMPUTE) {
-            /* Application bypass: the handler runs now, on stolen time. */
+        if (!host_in_library(r) && (p->signal || r->want_progress) && r->app == APP_COMPUTE) {
+            /* Application bypass: the handler runs now, on stolen time (a
+             * signal, or the handler still polling for its transfer). */
             uint64_t saved = r->host_free;
-            r->host_free = t->now + m->host_signal_ns + recv_cost(t, p);
+            r->host_free = t->now + (p->signal ? m->host_signal_ns : 0) + recv_cost(t, p);
+            r->want_progress = 0; /* the engine says again if it still wants it */
             r->busy += r->host_free - t->now;
             if (deliver(t, r->host, r, p)) {
                 t->st.host_pkts++;

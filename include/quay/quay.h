@@ -797,7 +797,9 @@ typedef enum quay_action_kind {
     QUAY_ACT_SEND = 1,     /**< send iov[0..iovcnt) to `peer` as one packet */
     QUAY_ACT_RDMA_PUT = 2, /**< write `rdma.local` to peer's (key, offset) */
     QUAY_ACT_RDMA_GET = 3, /**< read peer's (key, offset) into `rdma.local` */
-    QUAY_ACT_NOTIFY = 4,   /**< wake the host of `peer` (application bypass) */
+    QUAY_ACT_NOTIFY = 4,   /**< wake the host of `peer` (application bypass);
+                                `peer` = this rank: the engine wants progress
+                                soon (a bypassed transfer is under way) */
     QUAY_ACT_COMPLETE = 5, /**< request `req` completed */
     /** Host engine (coll_offload): hand `offload.desc` to this rank's NIC
      *  agent (quay_agent_post); the descriptor stays valid until the

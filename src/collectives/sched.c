@@ -507,6 +507,10 @@ static void sched_progress(quay_engine *e)
     while ((n = ql_first(&e->coll_ready)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, rlink);
         ql_remove(&s->rlink);
-        sched_run(s);
+        /* A broadcast moving ahead of its call (bypass) still receiving:
+         * this engine wants progress before its application comes back.
+         * (It cannot finish before the call: the copy-out waits.) */
+        if (!sched_run(s) && ql_linked(&s->elink) && s->nrunning != 0)
+            coll_notify(e, e->rank);
     }
 }
