@@ -472,6 +472,9 @@ static int sched_run(coll_sched *s)
             /* Out of requests: wait for room, keeping the rest in order. */
             memmove(s->ready, s->ready + head, (size_t)(s->nready - head) * sizeof *s->ready);
             s->nready -= head;
+            /* (a step that completed at once may have queued it again) */
+            if (ql_linked(&s->rlink))
+                ql_remove(&s->rlink);
             ql_push_tail(&e->coll_blocked, &s->rlink);
             return 0;
         }

@@ -8,7 +8,8 @@ if(NOT TARGET quay_scenario)
               ${quay_scn_dir}/scn_run.c
               ${quay_scn_dir}/scn_trace.c
               ${quay_scn_dir}/scn_ops.c
-              ${quay_scn_dir}/scn_check.c)
+              ${quay_scn_dir}/scn_check.c
+              ${quay_scn_dir}/scn_coll.c)
   target_include_directories(quay_scenario PUBLIC ${quay_scn_dir})
   target_link_libraries(quay_scenario PUBLIC nicsim quay_static)
   target_compile_options(quay_scenario PRIVATE ${QUAY_LIB_WARNINGS})

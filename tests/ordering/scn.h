@@ -174,6 +174,10 @@ typedef struct scn_outcomes {
     uint64_t any_claimed;        /**< flags that won a wildcard receive */
     uint64_t any_declined;       /**< flags sent back to the envelope path */
     uint64_t any_una;            /**< claims declined (send cancelled) */
+    /* collectives */
+    uint32_t coll_msgs;          /**< messages matched on collective twins */
+    uint64_t switches_refused;   /**< context saves refused (QUAY_EBUSY)
+                                      while a collective schedule ran */
 } scn_outcomes;
 
 void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);

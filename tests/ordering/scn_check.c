@@ -15,7 +15,9 @@
  *      one receive; a cancelled receive got nothing;
  *  (e) ready send: ENOTPOSTED at the sender iff at the receive that got it
  *      (with count 0);
- *  plus probe results and explicit `expect` lines.
+ *  plus probe results and explicit `expect` lines; collectives (their
+ *  statuses, buffers, timing and the traffic on collective twins) are
+ *  checked in scn_coll.c.
  */
 #include "scn_int.h"
 
@@ -29,6 +31,7 @@ static const char *kname(int kind)
     case SLOT_RECV: return "receive";
     case SLOT_MPROBE: return "mprobe";
     case SLOT_MRECV: return "mrecv";
+    case SLOT_COLL: return "collective";
     default: return "probe";
     }
 }
@@ -449,6 +452,8 @@ void scn_check_run(scn_runner *run)
     }
     if (!run->failed)
         check_order(run);
+    if (!run->failed)
+        scn_coll_check_run(run);
 }
 
 /* ------------------------------------------------------------------ */
@@ -506,6 +511,9 @@ static void summary_line(const scn_runner *run, int i, FILE *out)
                     x->rank, x->name, s->slots[d->got].rank,
                     s->slots[d->got].tag, s->slots[d->got].size);
         break;
+    case SLOT_COLL:
+        scn_coll_summary(run, i, out);
+        break;
     case SLOT_PROBE:
         if (d->probe_flag)
             fprintf(out, "rank %d %s: probe saw src %d tag %d (%" PRIu64
@@ -546,6 +554,8 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     o->any_claimed = run->any_claimed;
     o->any_declined = run->any_declined;
     o->any_una = run->any_una;
+    o->coll_msgs = (uint32_t)run->ncmatches;
+    o->switches_refused = run->switches_refused;
     for (i = 0; i < run->nmatches; i++) {
         if (s->slots[run->matches[i].slot].kind == SLOT_MRECV)
             continue;

@@ -128,7 +128,8 @@ typedef struct scn_cinst {
     uint64_t size; /* bcast: bytes; reductions: elements */
     int dtype;     /* quay_dtype (reductions) */
     int opk;       /* quay_op_kind or SCN_OP_AFFINE (reductions) */
-    int line;      /* the first statement that calls it */
+    int line;      /* the first statement that calls it ... */
+    int first_rank;/* ... for this world rank */
     unsigned callers; /* bit w: world rank w calls it */
 } scn_cinst;
 
@@ -381,6 +382,11 @@ struct scn_runner {
     int ncmatches;
     int capcmatches;
     coll_cfg coll;            /* collective algorithms of the current run */
+    unsigned char *arena_image[SCN_MAX_RANKS]; /* a rank's arena as every
+                                  run starts it: SCN_FILL, the collectives'
+                                  root data and operands (NULL: all fill) */
+    unsigned char *coll_expect;  /* the collectives' expected results ... */
+    size_t *coll_expect_off;     /* ... instance g's at coll_expect_off[g] */
     uint64_t switches_refused;/* saves refused: a collective schedule ran */
 };
 
@@ -438,8 +444,10 @@ int scn_coll_alg_parse(int ckind, const char *text, int *alg);
 const char *scn_coll_alg_name(int ckind, uint32_t alg);
 /* Bytes of a collective's buffer (bcast) or vector (reductions). */
 uint64_t scn_coll_bytes(const scn *s, const scn_cinst *ci);
-/* Draw the run's collective settings (setup) and fill the collectives'
- * buffers: root data, operands (the arenas hold SCN_FILL already). */
+/* Runner creation: the arena images and the expected results (the same
+ * for every seed). 0, or -1 (out of memory). */
+int scn_coll_prepare(scn_runner *run);
+/* Draw the run's collective settings (setup: before the engines). */
 void scn_coll_setup(scn_runner *run, uint64_t seed);
 /* Make the call of COLL slot `sl` (rank rk); the engine's return code. */
 int scn_coll_call(scn_runner *run, rank_rt *rk, int sl, quay_req **req);

@@ -192,6 +192,21 @@ static void trace_op(scn_runner *run, int r, const scn_op *op,
     case SOP_COMM_CREATE:
         fprintf(f, "comm_create %u", s->comms[op->sync_idx].ctx);
         break;
+    case SOP_COLL: {
+        const scn_cinst *ci = &s->cinst[x->cinst];
+        fprintf(f, "%s", scn_coll_name(x->ckind));
+        if (x->ckind == SCOLL_BCAST || x->ckind == SCOLL_REDUCE)
+            fprintf(f, " root=%d", ci->root);
+        if (x->ckind == SCOLL_BCAST)
+            fprintf(f, " size=%" PRIu64, ci->size);
+        else if (x->ckind != SCOLL_BARRIER)
+            fprintf(f, " count=%" PRIu64 " type=%s op=%s%s", ci->size,
+                    scn_dtype_name(ci->dtype), scn_op_name(ci->opk),
+                    x->inplace ? " inplace" : "");
+        fprintf(f, " comm=%u #%d as %s", s->comms[x->comm].ctx, ci->seq,
+                x->name);
+        break;
+    }
     default:
         break;
     }
@@ -398,8 +413,7 @@ void scn_exec_op(scn_runner *run, int r)
             int sl = run->rank_slots[r][i];
             int k = s->slots[sl].kind;
             slot_dyn *e = &run->dyn[sl];
-            if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
-                e->posted && !e->released && !e->user_freed)
+            if (scn_is_req(k) && e->posted && !e->released && !e->user_freed)
                 scn_finalize(run, sl);
         }
         break;
@@ -430,6 +444,20 @@ void scn_exec_op(scn_runner *run, int r)
     case SOP_SYNC:
         trace_op(run, r, op, NULL);
         rk->syncs++;
+        break;
+    case SOP_COLL:
+        d->post_t = ++run->t;
+        scn_call_begin(rk);
+        rc = scn_coll_call(run, rk, op->slot, &req);
+        if (retry_later(run, rk, op, rc))
+            return;
+        if (rc == 0) {
+            posted(run, rk, op->slot, req);
+            snprintf(extra, sizeof extra, " -> req %u", d->id);
+        }
+        trace_op(run, r, op, extra);
+        check_call(run, r, op, scn_coll_name(x->ckind), rc);
+        scn_call_end(run, rk);
         break;
     case SOP_COMM_CREATE: {
         const scn_comm *cm = &s->comms[op->sync_idx];

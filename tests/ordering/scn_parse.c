@@ -313,12 +313,12 @@ static void cinst_text(const scn_cinst *ci, char *b, size_t n)
                  (unsigned long long)ci->size);
         break;
     case SCOLL_REDUCE:
+        snprintf(b, n, "ireduce root=%d count=%llu type=%s op=%s", ci->root,
+                 (unsigned long long)ci->size, scn_dtype_name(ci->dtype),
+                 scn_op_name(ci->opk));
+        break;
     case SCOLL_ALLREDUCE:
-        if (ci->ckind == SCOLL_REDUCE)
-            n -= (size_t)snprintf(b, n, "ireduce root=%d ", ci->root);
-        else
-            n -= (size_t)snprintf(b, n, "iallreduce ");
-        snprintf(b + strlen(b), n, "count=%llu type=%s op=%s",
+        snprintf(b, n, "iallreduce count=%llu type=%s op=%s",
                  (unsigned long long)ci->size, scn_dtype_name(ci->dtype),
                  scn_op_name(ci->opk));
         break;
@@ -348,9 +348,10 @@ static int coll_instance(parser *p, int rank, int c, const scn_cinst *want)
             cinst_text(ci, b, sizeof b);
             return perr(p,
                         "rank %d's collective #%d on comm %u is '%s', but "
-                        "line %d calls '%s' there (every member must make the "
-                        "same collective calls in the same order)",
-                        rank, seq, s->comms[c].ctx, a, ci->line, b);
+                        "rank %d's (line %d) is '%s' (every member must make "
+                        "the same collective calls in the same order)",
+                        rank, seq, s->comms[c].ctx, a, ci->first_rank,
+                        ci->line, b);
         }
         ci->callers |= 1u << rank;
         return i;
@@ -368,6 +369,7 @@ static int coll_instance(parser *p, int rank, int c, const scn_cinst *want)
     ci->comm = c;
     ci->seq = seq;
     ci->line = p->line;
+    ci->first_rank = rank;
     ci->callers = 1u << rank;
     return s->ncinst++;
 }
@@ -386,6 +388,7 @@ static int parse_coll(parser *p, int rank, int ckind, const char *opname,
 
     memset(&want, 0, sizeof want);
     want.ckind = ckind;
+    /* (a rank outside the communicator is refused here, as for p2p) */
     if (get_comm(p, a, rank, &c) || take_name(p, a, rank, &name))
         return -1;
     for (i = 0; i < a->npos; i++) {
@@ -439,8 +442,6 @@ static int parse_coll(parser *p, int rank, int ckind, const char *opname,
     x->my_crank = s->comms[c].crank[rank];
     x->ckind = ckind;
     x->cinst = ci;
-    x->peer = want.root;
-    x->size = want.size;
     /* MPI: a reduce's send buffer is IN_PLACE at the root only. */
     x->inplace = inplace && (ckind == SCOLL_ALLREDUCE ||
                              x->my_crank == want.root);
@@ -749,7 +750,7 @@ static int parse_config(parser *p, char **tok, int ntok)
         }
         if (strcmp(tok[i], "coll_tree_degree") == 0 ||
             strcmp(tok[i], "coll_segment") == 0) {
-            int deg = tok[i][5] == 't';
+            int deg = strcmp(tok[i], "coll_tree_degree") == 0;
             p->coll_set |= deg ? COLL_SET_DEGREE : COLL_SET_SEGMENT;
             if (strcmp(eq + 1, "mixed") == 0) {
                 if (deg)
@@ -980,6 +981,60 @@ static int parse_line(parser *p, char *line)
     }
 }
 
+/* Collectives, once every line is read: every member calls every
+ * instance; `coll=mixed`; engine resources the schedules may hold. */
+static int finish_coll(parser *p)
+{
+    scn *s = p->s;
+    int i, k;
+    if (p->coll_mixed) {
+        for (k = 0; k < SCOLL_NKINDS; k++)
+            if (!(p->coll_set >> k & 1u))
+                s->coll_alg[k] = SCN_MIXED;
+        if (!(p->coll_set & COLL_SET_DEGREE))
+            s->coll_degree = SCN_MIXED;
+        if (!(p->coll_set & COLL_SET_SEGMENT))
+            s->coll_segment = SCN_MIXED;
+    }
+    for (i = 0; i < s->ncinst; i++) {
+        const scn_cinst *ci = &s->cinst[i];
+        const scn_comm *c = &s->comms[ci->comm];
+        for (k = 0; k < c->n; k++)
+            if (!(ci->callers >> c->world[k] & 1u)) {
+                char a[128];
+                cinst_text(ci, a, sizeof a);
+                p->line = ci->line;
+                return perr(p,
+                            "collective #%d on comm %u ('%s') is not called "
+                            "by rank %d, a member (every member must make "
+                            "the same collective calls in the same order)",
+                            ci->seq, c->ctx, a, (int)c->world[k]);
+            }
+    }
+    /* Sizing: what one call may hold at a rank at once (a chain posts a
+     * receive and a send per segment, segments of 64 bytes or more; the
+     * other algorithms a few per peer), and what may wait at a rank as
+     * unexpected messages (as much, per instance). */
+    for (i = 0; i < s->nslots; i++) {
+        const scn_slot *x = &s->slots[i];
+        const scn_cinst *ci;
+        uint64_t n, est;
+        if (x->kind != SLOT_COLL)
+            continue;
+        ci = &s->cinst[x->cinst];
+        n = (uint64_t)s->comms[ci->comm].n;
+        est = 4 * n + 8;
+        if (ci->ckind == SCOLL_BCAST) {
+            uint64_t segs = scn_coll_bytes(s, ci) / 64 + 1;
+            est += 2 * (segs < 256 ? segs : 256);
+        }
+        s->coll_reqs[x->rank] += (uint32_t)est;
+        if (x->my_crank == 0) /* once per instance */
+            s->coll_msgs += (uint32_t)est;
+    }
+    return 0;
+}
+
 /* Whole-scenario checks and layout, once every line is read. */
 static int finish(parser *p)
 {
@@ -1004,6 +1059,8 @@ static int finish(parser *p)
             return perr(p, "mprobe '%s' is never received (mrecv)", x->name);
         }
     }
+    if (finish_coll(p) != 0)
+        return -1;
     /* payloads */
     off = 0;
     for (i = 0; i < s->nslots; i++) {
@@ -1033,6 +1090,21 @@ static int finish(parser *p)
         x->off = s->arena_len[x->rank];
         s->arena_len[x->rank] +=
             ((size_t)x->size + SCN_GUARD + 7) & ~(size_t)7;
+    }
+    /* collective buffers: bcast buffer / receive buffer, then the send
+     * buffer of a reduction not in place, each with guard bytes */
+    for (i = 0; i < s->nslots; i++) {
+        scn_slot *x = &s->slots[i];
+        size_t bytes;
+        if (x->kind != SLOT_COLL || x->ckind == SCOLL_BARRIER)
+            continue;
+        bytes = (size_t)scn_coll_bytes(s, &s->cinst[x->cinst]);
+        x->off = s->arena_len[x->rank];
+        s->arena_len[x->rank] += (bytes + SCN_GUARD + 7) & ~(size_t)7;
+        if (x->ckind != SCOLL_BCAST && !x->inplace) {
+            x->off2 = s->arena_len[x->rank];
+            s->arena_len[x->rank] += (bytes + SCN_GUARD + 7) & ~(size_t)7;
+        }
     }
     /* probe -> the next receive with the same pattern */
     for (r = 0; r < s->nranks; r++) {
@@ -1170,6 +1242,7 @@ void scn_free(scn *s)
     for (r = 0; r < SCN_MAX_RANKS; r++)
         free(s->ops[r]);
     free(s->slots);
+    free(s->cinst);
     free(s->payload);
     free(s);
 }

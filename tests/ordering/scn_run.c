@@ -75,6 +75,8 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->retransmits = run->nacks = run->dups_dropped = 0;
     run->switches = run->switches_forced = run->restores = 0;
     run->qjumps = 0;
+    run->ncmatches = 0;
+    run->switches_refused = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
         /* Timeouts from "fires while the ACK is on its way" to "only when
@@ -115,6 +117,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     }
     nicsim_set_completion_cb(run->sim, scn_on_complete, run);
     nicsim_set_event_cb(run->sim, scn_on_sim_event, run);
+    scn_coll_setup(run, seed); /* the same algorithms at every rank */
 
     for (r = 0; r < s->nranks; r++) {
         rank_rt *rk = &run->rk[r];
@@ -134,7 +137,9 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         run->outstanding[r] = 0;
         for (i = 0; i < (int)rk->idmap_cap; i++)
             rk->idmap_val[i] = -1;
-        if (s->arena_len[r] > 0)
+        if (run->arena_image[r] != NULL)
+            memcpy(rk->arena, run->arena_image[r], s->arena_len[r]);
+        else if (s->arena_len[r] > 0)
             memset(rk->arena, SCN_FILL, s->arena_len[r]);
         memset(rk->comms, 0, sizeof rk->comms);
 
@@ -146,12 +151,15 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         qc.eager_max = s->eager_max;
         qc.frag_size = s->frag_size;
         qc.pipeline_depth = s->depth;
+        /* (collectives: what their schedules may hold besides) */
         qc.max_requests =
             s->max_requests ? s->max_requests
-                            : at_least(4u * (uint32_t)s->nslots_rank[r] + 16, 64);
+                            : at_least(4u * (uint32_t)s->nslots_rank[r] + 16 +
+                                           s->coll_reqs[r],
+                                       64);
         qc.max_unexpected = s->max_unexpected
                                 ? s->max_unexpected
-                                : at_least(4u * nsends + 16, 64);
+                                : at_least(4u * nsends + 16 + s->coll_msgs, 64);
         if (s->unexpected_bytes)
             qc.unexpected_bytes_max = s->unexpected_bytes;
         if (s->reorder_window)
@@ -177,6 +185,15 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
             qc.rtr_any = rtr_level >= 2; /* ANY_SOURCE arbitration too */
             qc.transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
         }
+        qc.coll_barrier = run->coll.alg[SCOLL_BARRIER];
+        qc.coll_bcast = run->coll.alg[SCOLL_BCAST];
+        qc.coll_reduce = run->coll.alg[SCOLL_REDUCE];
+        qc.coll_allreduce = run->coll.alg[SCOLL_ALLREDUCE];
+        if (run->coll.degree != 0)
+            qc.coll_tree_degree = run->coll.degree;
+        qc.coll_segment = run->coll.segment;
+        if (s->coll_max != 0)
+            qc.coll_max = s->coll_max;
         qc.flow = run->flow;
         if (run->flow != QUAY_FLOW_NONE) {
             qc.rto_init_ns = run->rto_ns;
@@ -348,22 +365,35 @@ static uint32_t switch_choices(scn_runner *run, int *ranks)
 /* A stable rank's context goes out and comes back (PM's C6, C7): save it,
  * replace it by an empty context with another key, restore it. The
  * restored channel must save to the same bytes, and the run must go on as
- * if nothing happened. */
-static void save_restore(scn_runner *run, int r)
+ * if nothing happened. A channel refuses (QUAY_EBUSY) while a collective
+ * schedule runs, and only then: the rank just resumes (counted apart).
+ * Returns 0, or 1 if the save was refused. */
+static int save_restore(scn_runner *run, int r)
 {
     quay_engine *e = run->rk[r].e;
     size_t len = 0, len2 = 0;
+    int running = scn_coll_running(run, r);
     int rc = quay_engine_save(e, NULL, 0, &len);
+    if (rc == QUAY_EBUSY && running) {
+        run->switches_refused++;
+        return 1;
+    }
     if (rc != QUAY_ENOBUFS || len == 0) {
         scn_fail(run, "rank %d: save size: %s", r, scn_errname(rc));
-        return;
+        return 0;
+    }
+    if (running) {
+        scn_fail(run, "rank %d: quay_engine_save accepted while a collective "
+                      "schedule runs",
+                 r);
+        return 0;
     }
     unsigned char *blob = malloc(len), *again = malloc(len);
     if (blob == NULL || again == NULL) {
         free(blob);
         free(again);
         scn_fail(run, "out of memory");
-        return;
+        return 0;
     }
     rc = quay_engine_save(e, blob, len, &len);
     if (rc == 0)
@@ -385,30 +415,33 @@ static void save_restore(scn_runner *run, int r)
     free(blob);
     free(again);
     run->restores++;
+    return 0;
 }
 
 static void do_switch(scn_runner *run, int r, int forced)
 {
     rank_rt *rk = &run->rk[r];
-    int rc;
+    int rc, refused = 0;
     run->qjumps = 0;
     if (!rk->quiesced) {
         rc = quay_channel_quiesce(rk->e);
         rk->quiesced = 1;
     } else {
         if (!forced)
-            save_restore(run, r);
+            refused = save_restore(run, r);
         rc = quay_channel_resume(rk->e);
         rk->quiesced = 0;
         if (forced)
             run->switches_forced++;
-        else
+        else if (!refused)
             run->switches++;
         nicsim_touch(run->sim, r); /* held packets may go now */
     }
     if (run->trace != NULL)
         fprintf(run->trace, "step %" PRIu64 " rank %d: %s%s\n", run->step, r,
-                rk->quiesced ? "quiesce" : "resume", forced ? " (not stable)" : "");
+                rk->quiesced ? "quiesce" : "resume",
+                forced ? " (not stable)"
+                       : (refused ? " (save refused: a collective schedule runs)" : ""));
     if (rc != 0)
         scn_fail(run, "rank %d: quiesce/resume: %s", r, scn_errname(rc));
 }
@@ -542,7 +575,7 @@ static void deadlock(scn_runner *run, const char *why)
     for (i = 0; i < s->nslots && n < sizeof buf; i++) {
         const slot_dyn *d = &run->dyn[i];
         int k = s->slots[i].kind;
-        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
+        if (scn_is_req(k) &&
             d->posted && !d->released && !d->user_freed && d->completes == 0)
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   "; rank %d '%s' (line %d) incomplete%s",
@@ -563,8 +596,7 @@ static void end_of_run(scn_runner *run)
     for (i = 0; i < s->nslots; i++) {
         const slot_dyn *d = &run->dyn[i];
         int k = s->slots[i].kind;
-        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
-            d->posted && !d->released && !d->user_freed &&
+        if (scn_is_req(k) && d->posted && !d->released && !d->user_freed &&
             !scn_slot_finished(run, i)) {
             deadlock(run, "deadlock at the end");
             return;
@@ -573,8 +605,7 @@ static void end_of_run(scn_runner *run)
     for (i = 0; i < s->nslots && !run->failed; i++) {
         const slot_dyn *d = &run->dyn[i];
         int k = s->slots[i].kind;
-        if ((k == SLOT_SEND || k == SLOT_RECV || k == SLOT_MRECV) &&
-            d->posted && !d->released && !d->user_freed)
+        if (scn_is_req(k) && d->posted && !d->released && !d->user_freed)
             scn_finalize(run, i);
     }
     for (r = 0; r < s->nranks && !run->failed; r++) {
@@ -733,8 +764,14 @@ int scn_runner_new(const scn *s, scn_runner **pr)
     run->rtr_override = -1;
     run->complete_actions = (s->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     run->max_steps = 200000 + 2000 * (uint64_t)s->nslots;
-    for (i = 0; i < s->nslots; i++)
-        run->max_steps += 4 * (s->slots[i].size / (s->frag_size ? s->frag_size : 1));
+    for (i = 0; i < s->nslots; i++) {
+        uint64_t frags = s->slots[i].size / (s->frag_size ? s->frag_size : 1);
+        if (s->slots[i].kind == SLOT_COLL) /* every member moves the data */
+            frags = (scn_coll_bytes(s, &s->cinst[s->slots[i].cinst]) /
+                         (s->frag_size ? s->frag_size : 1) + 8) *
+                    (uint64_t)s->comms[s->slots[i].comm].n;
+        run->max_steps += 4 * frags;
+    }
     run->dyn = calloc((size_t)s->nslots + 1, sizeof *run->dyn);
     if (run->dyn == NULL)
         goto fail;
@@ -761,6 +798,8 @@ int scn_runner_new(const scn *s, scn_runner **pr)
         r = s->slots[i].rank;
         run->rank_slots[r][run->nrank_slots[r]++] = i;
     }
+    if (scn_coll_prepare(run) != 0)
+        goto fail;
     *pr = run;
     return 0;
 fail:
@@ -782,11 +821,15 @@ void scn_runner_free(scn_runner *run)
         free(rk->idmap_val);
         free(rk->defer);
         free(run->rank_slots[r]);
+        free(run->arena_image[r]);
         for (c = 0; c < SCN_MAX_RANKS; c++)
             free(run->seqs[r][c].v);
     }
     free(run->dyn);
     free(run->matches);
+    free(run->cmatches);
+    free(run->coll_expect);
+    free(run->coll_expect_off);
     free(run->ch.taken);
     free(run->ch.width);
     free(run->fail_script);

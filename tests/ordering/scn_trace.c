@@ -113,7 +113,10 @@ static int idmap_get(const rank_rt *rk, uint32_t id)
 static const char *slot_name_by_id(const rank_rt *rk, uint32_t id)
 {
     int sl = id ? idmap_get(rk, id) : -1;
-    return sl >= 0 ? rk->run->s->slots[sl].name : "?";
+    if (sl >= 0)
+        return rk->run->s->slots[sl].name;
+    /* The engine's own requests: the steps of collective schedules. */
+    return rk->run->s->ncinst > 0 ? "coll" : "?";
 }
 
 /* Packet types that carry the sender's envelope sequence number. */
@@ -156,13 +159,18 @@ static void print_trace(const scn_runner *run, const rank_rt *rk,
                 scn_errname(ev->code));
         break;
     case QUAY_TR_MATCH:
-        fprintf(f, "MATCH req %u (%s) <- rank %d seq %u ctx %u src %d tag %d\n",
+        fprintf(f, "MATCH req %u (%s) <- rank %d seq %u ctx %u%s src %d tag ",
                 ev->req_id,
                 ev->req_id ? slot_name_by_id(rk, ev->req_id)
                            : (rk->improbe_slot >= 0
                                   ? run->s->slots[rk->improbe_slot].name
                                   : "improbe?"),
-                ev->peer, ev->seq, ev->ctx, ev->src, ev->tag);
+                ev->peer, ev->seq, ev->ctx & ~SCN_CTX_COLL,
+                (ev->ctx & SCN_CTX_COLL) ? "|coll" : "", ev->src);
+        if (ev->ctx & SCN_CTX_COLL) /* collective #, sub-tag */
+            fprintf(f, "#%d.%d\n", ev->tag >> 15, ev->tag & 0x7FFF);
+        else
+            fprintf(f, "%d\n", ev->tag);
         break;
     default:
         fprintf(f, "trace kind %d req %u\n", ev->kind, ev->req_id);
@@ -170,8 +178,11 @@ static void print_trace(const scn_runner *run, const rank_rt *rk,
     }
 }
 
+/* A message leaves: send slot `slot` (ctx its communicator's), or with
+ * slot -1 and ctx SCN_CTX_COLL a collective step's message (engine
+ * request req_id). */
 static void seq_add(scn_runner *run, int sender, int32_t receiver,
-                    uint32_t ctx, uint32_t seq, int slot)
+                    uint32_t ctx, uint32_t seq, int slot, uint32_t req_id)
 {
     seq_list *l;
     int i;
@@ -182,13 +193,15 @@ static void seq_add(scn_runner *run, int sender, int32_t receiver,
     l = &run->seqs[sender][receiver];
     for (i = l->n - 1; i >= 0; i--) {
         if (l->v[i].ctx == ctx && l->v[i].seq == seq) {
-            if (l->v[i].slot != slot)
+            if (l->v[i].slot != slot || l->v[i].req_id != req_id)
                 scn_fail(run,
-                         "rank %d: seq %u to rank %d (ctx %u) used by two "
+                         "rank %d: seq %u to rank %d (ctx %#x) used by two "
                          "sends (%s, %s)",
                          sender, seq, receiver, ctx,
-                         run->s->slots[l->v[i].slot].name,
-                         run->s->slots[slot].name);
+                         l->v[i].slot < 0 ? "a collective step"
+                                          : run->s->slots[l->v[i].slot].name,
+                         slot < 0 ? "a collective step"
+                                  : run->s->slots[slot].name);
             return; /* a resend of the same message */
         }
     }
@@ -205,6 +218,8 @@ static void seq_add(scn_runner *run, int sender, int32_t receiver,
     l->v[l->n].ctx = ctx;
     l->v[l->n].seq = seq;
     l->v[l->n].slot = slot;
+    l->v[l->n].req_id = req_id;
+    l->v[l->n].nmatch = 0;
     l->n++;
 }
 
@@ -260,21 +275,65 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
     if (run->trace != NULL)
         print_trace(run, rk, ev);
     switch (ev->kind) {
+    case QUAY_TR_STATE:
+        /* A collective's request is DONE: its schedule finished (seen
+         * also when the request was freed before). */
+        if (ev->to == QUAY_RS_DONE && ev->req_id != 0 &&
+            (sl = idmap_get(rk, ev->req_id)) >= 0 &&
+            s->slots[sl].kind == SLOT_COLL) {
+            run->dyn[sl].coll_done++;
+            run->dyn[sl].done_t = t;
+        }
+        return;
     case QUAY_TR_PKT_OUT:
         /* The message itself: its envelope, or the SC of a send that
          * wrote into the receiver's RTR (receiver-initiated). */
         if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC)
             return;
         sl = idmap_get(rk, ev->req_id);
+        if (sl < 0 && s->ncinst > 0 && ev->req_id != 0) {
+            /* A request the scenario did not make: in these runs the
+             * engine makes its own only for the steps of collective
+             * schedules, whose messages travel on collective twins. The
+             * receiver's MATCH must name a twin (scn_coll.c). */
+            seq_add(run, rk->rank, ev->peer, SCN_CTX_COLL, ev->seq, -1,
+                    ev->req_id);
+            return;
+        }
         if (sl < 0 || s->slots[sl].kind != SLOT_SEND) {
             scn_fail(run, "rank %d: PKT_OUT %s for unknown send req %u",
                      rk->rank, quay_pkt_name(ev->pkt), ev->req_id);
             return;
         }
         seq_add(run, rk->rank, ev->peer, s->comms[s->slots[sl].comm].ctx,
-                ev->seq, sl);
+                ev->seq, sl, 0);
         return;
     case QUAY_TR_MATCH:
+        if (ev->ctx & SCN_CTX_COLL) {
+            /* A collective twin's message: only a schedule's own receive
+             * (a request the scenario did not make) may take it. */
+            sl = ev->req_id != 0 ? idmap_get(rk, ev->req_id) : -1;
+            if (ev->req_id == 0 || sl >= 0) {
+                scn_fail(run,
+                         "rank %d: %s took a collective message (ctx %#x, "
+                         "rank %d, src %d, tag %#x)",
+                         rk->rank,
+                         sl >= 0 ? run->s->slots[sl].name
+                                 : (rk->improbe_slot >= 0
+                                        ? run->s->slots[rk->improbe_slot].name
+                                        : "an improbe"),
+                         ev->ctx, ev->peer, ev->src, (unsigned)ev->tag);
+                return;
+            }
+            if (s->ncinst == 0) {
+                scn_fail(run, "rank %d: MATCH on collective context %#x in a "
+                              "scenario without collectives",
+                         rk->rank, ev->ctx);
+                return;
+            }
+            scn_coll_on_match(run, rk, ev, t);
+            return;
+        }
         if (ev->req_id == 0) {
             sl = rk->improbe_slot;
             if (sl < 0) {
@@ -286,8 +345,12 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
             sl = idmap_get(rk, ev->req_id);
             if (sl < 0 || (s->slots[sl].kind != SLOT_RECV &&
                            s->slots[sl].kind != SLOT_MRECV)) {
-                scn_fail(run, "rank %d: MATCH for unknown receive req %u",
-                         rk->rank, ev->req_id);
+                scn_fail(run, "rank %d: MATCH for unknown receive req %u "
+                              "(ctx %u, rank %d, tag %d)%s",
+                         rk->rank, ev->req_id, ev->ctx, ev->peer, ev->tag,
+                         s->ncinst > 0 ? ": a collective step took a user "
+                                         "message?"
+                                       : "");
                 return;
             }
         }

@@ -226,6 +226,7 @@ int main(int argc, char **argv)
             /* faults the runs went through, summed */
             uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
+            uint64_t f_swr = 0, c_msgs = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
@@ -259,6 +260,8 @@ int main(int argc, char **argv)
                 n_claim += oc.any_claimed != 0;
                 n_decl += oc.any_declined != 0;
                 n_una += oc.any_una != 0;
+                f_swr += oc.switches_refused;
+                c_msgs += oc.coll_msgs;
             }
             if (rc == 0)
                 printf("# runs with: unexpected-match %" PRIu64
@@ -281,8 +284,12 @@ int main(int argc, char **argv)
                        n_nack);
             if (rc == 0 && switches)
                 printf("# context switches: %" PRIu64 " quiesce -> stable -> save, reset, restore -> resume, "
-                       "%" PRIu64 " resumed unstable (nothing else could move)\n",
-                       f_sw, f_swf);
+                       "%" PRIu64 " resumed unstable (nothing else could move), %" PRIu64
+                       " saves refused (a collective schedule ran)\n",
+                       f_sw, f_swf, f_swr);
+            if (rc == 0 && c_msgs != 0)
+                printf("# collectives: %" PRIu64 " messages matched on collective twins\n",
+                       c_msgs);
             secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (rc == 0) {
                 printf("ok %d - %s: %" PRIu64 " seeds, %" PRIu64
