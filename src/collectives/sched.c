@@ -296,7 +296,9 @@ static int sched_prepare(coll_sched *s)
     return rc;
 }
 
-int sched_start_early(coll_sched *s, uint32_t tagbase)
+/* Prepare s and make it a running schedule with messages tagged tagbase:
+ * its request COLL, counted, its ready steps queued. */
+static int sched_activate(coll_sched *s, uint32_t tagbase)
 {
     quay_engine *e = s->e;
     int rc = sched_prepare(s);
@@ -305,12 +307,20 @@ int sched_start_early(coll_sched *s, uint32_t tagbase)
     s->tagbase = tagbase;
     req_set_state(e, s->ureq, QUAY_RS_COLL);
     ql_push_tail(&e->coll_active, &s->link);
-    ql_push_tail(&e->coll_early, &s->elink);
     e->coll_nactive++;
     e->st.coll_started++;
-    e->st.coll_bypassed++;
     ql_push_tail(&e->coll_ready, &s->rlink);
     return 0;
+}
+
+int sched_start_early(coll_sched *s, uint32_t tagbase)
+{
+    int rc = sched_activate(s, tagbase);
+    if (rc == 0) {
+        ql_push_tail(&s->e->coll_early, &s->elink);
+        s->e->st.coll_bypassed++;
+    }
+    return rc;
 }
 
 void sched_claim(coll_sched *s, uint8_t *rbuf)
@@ -330,21 +340,15 @@ void sched_claim(coll_sched *s, uint8_t *rbuf)
 
 int sched_start(coll_sched *s, quay_req **req)
 {
-    quay_engine *e = s->e;
-    int rc = sched_prepare(s);
-    if (rc != 0)
-        return rc;
     /* The sequence number: every member numbers its collectives on the
      * communicator alike, so it names the same call everywhere. */
     quay_comm *c = s->ureq->comm;
-    s->tagbase = (c->coll_seq & 0xFFFFu) << 15;
+    quay_engine *e = s->e;
+    int rc = sched_activate(s, (c->coll_seq & 0xFFFFu) << 15);
+    if (rc != 0)
+        return rc;
     c->coll_seq++;
-    req_set_state(e, s->ureq, QUAY_RS_COLL);
-    ql_push_tail(&e->coll_active, &s->link);
-    e->coll_nactive++;
-    e->st.coll_started++;
     *req = s->ureq;
-    ql_push_tail(&e->coll_ready, &s->rlink);
     sched_progress(e);
     return 0;
 }
