@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include <quay/quay_coll.h>
+
 #include "harness.h"
 #include "testnet.h"
 
@@ -485,6 +487,37 @@ static void t_peer_failure(void)
     tn_fini(&T);
 }
 
+/* A member dies during a barrier and an allreduce: the members that wait
+ * on it complete with QUAY_EPEER, those that only wait on them learn it
+ * from their aborts (QUAY_ETRUNCATE); nobody hangs, the schedules cancel
+ * what they still had posted, and nothing is left in use. */
+static void t_collective_peer_failure(void)
+{
+    setup(3);
+    quay_req *b[2], *a[2];
+    int64_t v[2] = {1, 2}, out[2];
+    for (int r = 0; r < 2; r++) {
+        is_int(quay_ibarrier(T.e[r], T.world[r], &b[r]), 0);
+        is_int(quay_iallreduce(T.e[r], T.world[r], &v[r], &out[r], 1, QUAY_INT64,
+                               &(quay_op){QUAY_OP_SUM, 1, NULL, NULL}, &a[r]),
+               0);
+    }
+    run_ticks(2, 200);
+    for (int r = 0; r < 2; r++) {
+        quay_status st;
+        ok(tn_done(b[r], &st) && (st.error == QUAY_EPEER || st.error == QUAY_ETRUNCATE));
+        ok(tn_done(a[r], &st) && (st.error == QUAY_EPEER || st.error == QUAY_ETRUNCATE));
+        quay_req_free(T.e[r], b[r]);
+        quay_req_free(T.e[r], a[r]);
+        quay_stats qs;
+        quay_engine_stats(T.e[r], &qs);
+        ok(qs.peers_failed <= 1);
+        is_int((int)qs.coll_failed, 2);
+        is_int((int)qs.reqs_in_use, 0);
+    }
+    tn_fini(&T);
+}
+
 int main(void)
 {
     subtest("normal traffic under ACK/NACK", t_normal);
@@ -496,6 +529,7 @@ int main(void)
     subtest("peer failure isolates one peer", t_peer_failure);
     subtest("keepalive: silent live peer kept, dead one failed", t_keepalive_receiver);
     subtest("keepalive: sender waiting for a CTS", t_keepalive_sender);
+    subtest("collectives: a member dies", t_collective_peer_failure);
     subtest("credits: window held, grants returned, no NACK", t_credit_window);
     subtest("credits: lost grants, probes, full receiver alive", t_credit_lost_grants);
     subtest("credits: policy mismatch is malformed", t_credit_policy_mismatch);

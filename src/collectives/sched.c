@@ -397,6 +397,29 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
         ql_push_tail(&e->coll_ready, &s->rlink);
 }
 
+/* The message step i would have sent, replaced by an abort of the wrong
+ * length (0 bytes for a message, 1 byte where an empty one is expected):
+ * the receiving member's step fails on the length (QUAY_ETRUNCATE) and
+ * fails its own schedule in turn. Best effort: without a request (pool
+ * empty) or to a failed peer, nothing goes. */
+static void send_abort(coll_sched *s, uint32_t i)
+{
+    static const uint8_t one = 0xAB;
+    coll_step *st = &s->steps[i];
+    quay_req *r = NULL;
+    st->state = CST_RUNNING;
+    s->nrunning++;
+    int rc = p2p_send_post(s->e, s->comm, &one, st->len == 0 ? 1 : 0, st->peer,
+                           (int32_t)(s->tagbase | st->subtag), QUAY_SEND_STANDARD, RF_COLL, s, i,
+                           &r);
+    if (rc != 0) {
+        st->state = CST_DONE;
+        s->nrunning--;
+    } else if (st->state == CST_RUNNING) {
+        st->req = r;
+    }
+}
+
 /* Start step i. 0, or QUAY_EAGAIN: no request or control slot now. */
 static int step_run(coll_sched *s, uint32_t i)
 {
@@ -486,12 +509,18 @@ static int sched_run(coll_sched *s)
     }
     s->nready = 0;
     if (s->error != 0) {
-        /* Nothing more starts; what waits to be received never will. */
+        /* Nothing more starts; what waits to be received never will; and
+         * every member still waiting for one of our messages gets an
+         * abort in its place, so that the failure reaches it too. */
         if (!s->cancelled) {
             s->cancelled = 1;
-            for (uint32_t i = 0; i < s->nsteps; i++)
-                if (s->steps[i].kind == CS_RECV && s->steps[i].req != NULL)
-                    req_cancel(e, s->steps[i].req);
+            for (uint32_t i = 0; i < s->nsteps; i++) {
+                coll_step *st = &s->steps[i];
+                if (st->kind == CS_RECV && st->req != NULL)
+                    req_cancel(e, st->req);
+                else if (st->kind == CS_SEND && (st->state == CST_WAIT || st->state == CST_READY))
+                    send_abort(s, i);
+            }
         }
         if (s->nrunning == 0) {
             sched_finish(s);
