@@ -12,53 +12,24 @@
 #include <quay/quay_coll.h>
 
 #include "harness.h"
-#include "nicsim.h"
+#include "simworld.h"
 
 #define MAXN 8
 
-typedef struct world {
-    int n;
-    nicsim *sim;
-    quay_engine *e[MAXN];
-} world;
+typedef simworld world;
+
+/* Small pools; the transport capabilities under test. */
+static void atomic_cfg(quay_config *c, void *arg)
+{
+    c->max_requests = 64;
+    c->max_unexpected = 64;
+    c->flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE;
+    c->transport_caps = *(const uint32_t *)arg;
+}
 
 static int world_new(world *w, int n, uint64_t seed, uint32_t caps)
 {
-    memset(w, 0, sizeof *w);
-    w->n = n;
-    nicsim_config sc;
-    nicsim_config_default(&sc);
-    sc.nranks = n;
-    sc.seed = seed;
-    sc.reorder = 1;
-    if (nicsim_new(&sc, &w->sim) != 0)
-        return -1;
-    for (int r = 0; r < n; r++) {
-        quay_config c;
-        quay_config_default(&c);
-        c.rank = r;
-        c.nranks = n;
-        c.max_requests = 64;
-        c.max_unexpected = 64;
-        c.transport_caps = caps;
-        if (quay_engine_new(&c, &w->e[r]) != 0 || nicsim_attach(w->sim, r, w->e[r]) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void world_free(world *w)
-{
-    nicsim_free(w->sim);
-    for (int r = 0; r < w->n; r++)
-        quay_engine_free(w->e[r]);
-}
-
-static int run(world *w)
-{
-    for (int r = 0; r < w->n; r++)
-        nicsim_touch(w->sim, r);
-    return nicsim_run(w->sim, 10000000);
+    return sw_new(w, n, seed, atomic_cfg, &caps, 0);
 }
 
 #define ALL_CAPS (QUAY_CAP_RDMA_PUT | QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_ATOMIC)
@@ -103,11 +74,11 @@ static void t_local(void)
     is_int(quay_iatomic(e, 0, 0, key, 0, 1, 0, &res, &q), QUAY_EINVAL);
     is_int(quay_iatomic(e, 0, QUAY_ATOMIC_SWAP, key, 0, 1, 0, NULL, &q), QUAY_EINVAL);
     is_int(quay_iatomic(e, 3, QUAY_ATOMIC_SWAP, key, 0, 1, 0, &res, &q), QUAY_ERANK);
-    world_free(&w);
+    sw_free(&w);
     /* A remote atomic needs the transport to do it. */
     ok(world_new(&w, 2, 1, QUAY_CAP_RDMA_PUT) == 0);
     is_int(quay_iatomic(w.e[0], 1, QUAY_ATOMIC_FADD, 1, 0, 1, 0, &res, &q), QUAY_ENOTSUP);
-    world_free(&w);
+    sw_free(&w);
 }
 
 /* Every rank adds to one counter k times at once: the old values are
@@ -129,7 +100,7 @@ static void t_fadd(void)
             for (int k = 0; k < K; k++)
                 good &= quay_iatomic(w.e[r], 0, QUAY_ATOMIC_FADD, key, 0, 1, 0, &res[r][k],
                                      &q[r][k]) == 0;
-        good &= run(&w) == NICSIM_RUN_IDLE;
+        good &= sw_run(&w) == NICSIM_RUN_IDLE;
         uint8_t seen[MAXN * K] = {0};
         for (int r = 0; r < n; r++)
             for (int k = 0; k < K; k++) {
@@ -139,7 +110,7 @@ static void t_fadd(void)
                 quay_req_free(w.e[r], q[r][k]);
             }
         good &= counter == (uint64_t)n * K;
-        world_free(&w);
+        sw_free(&w);
     }
     ok_msg(good, "30 seeds, 2..8 ranks, 6 fetch-and-adds each: every old value once");
 }
@@ -230,13 +201,13 @@ static void t_lock(void)
         if (finished != n)
             note("seed %llu: only %d of %d ranks finished", (unsigned long long)seed, finished,
                  n);
-        good &= run(&w) == NICSIM_RUN_IDLE;
+        good &= sw_run(&w) == NICSIM_RUN_IDLE;
         for (int r = 0; r < n; r++) {
             quay_stats s;
             quay_engine_stats(w.e[r], &s);
             good &= s.reqs_in_use == 0;
         }
-        world_free(&w);
+        sw_free(&w);
         seeds++;
     }
     ok_msg(good, "%d seeds, 2..8 ranks, 8 acquisitions each (%llu in all, %llu waiting "

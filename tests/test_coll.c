@@ -16,65 +16,18 @@
 
 #include "engine/internal.h" /* a request's state */
 #include "harness.h"
-#include "nicsim.h"
+#include "simworld.h"
 
-#define MAXN 33
+#define MAXN SW_MAX_RANKS
 
-typedef struct world {
-    int n;
-    nicsim *sim;
-    quay_engine *e[MAXN];
-    quay_comm *c[MAXN];
-} world;
-
-typedef void (*cfg_fn)(quay_config *c, void *arg);
+typedef simworld world;
+typedef sw_cfg_fn cfg_fn;
 
 static uint64_t g_seed = 1;
 
 static int world_new(world *w, int n, cfg_fn tweak, void *arg)
 {
-    memset(w, 0, sizeof *w);
-    w->n = n;
-    nicsim_config sc;
-    nicsim_config_default(&sc);
-    sc.nranks = n;
-    sc.seed = g_seed++;
-    sc.reorder = 1;
-    if (nicsim_new(&sc, &w->sim) != 0)
-        return -1;
-    for (int r = 0; r < n; r++) {
-        quay_config c;
-        quay_config_default(&c);
-        c.rank = r;
-        c.nranks = n;
-        c.eager_max = 256;
-        c.frag_size = 512;
-        c.max_requests = 512;
-        c.max_unexpected = 512;
-        c.flags |= QUAY_CFG_CHECK_ORACLE;
-        if (tweak != NULL)
-            tweak(&c, arg);
-        if (quay_engine_new(&c, &w->e[r]) != 0 || nicsim_attach(w->sim, r, w->e[r]) != 0 ||
-            quay_comm_create(w->e[r], 0, n, NULL, &w->c[r]) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void world_free(world *w)
-{
-    nicsim_free(w->sim);
-    for (int r = 0; r < w->n; r++)
-        quay_engine_free(w->e[r]);
-}
-
-/* Run until idle (calls made since the last run: every rank may have
- * actions to pull). */
-static int run(world *w)
-{
-    for (int r = 0; r < w->n; r++)
-        nicsim_touch(w->sim, r);
-    return nicsim_run(w->sim, 50000000);
+    return sw_new(w, n, g_seed++, tweak, arg, 1);
 }
 
 /* Every request done without error; frees them. */
@@ -279,17 +232,17 @@ static void t_barrier(void)
                 for (int r = 0; r < n; r++)
                     if (r != last)
                         good &= quay_ibarrier(w.e[r], w.c[r], &q[r]) == 0;
-                good &= run(&w) == NICSIM_RUN_IDLE;
+                good &= sw_run(&w) == NICSIM_RUN_IDLE;
                 for (int r = 0; r < n && n > 1; r++)
                     if (r != last && quay_req_test(q[r], NULL)) {
                         note("alg %u n %d: rank %d left early", alg, n, r);
                         good = 0;
                     }
                 good &= quay_ibarrier(w.e[last], w.c[last], &q[last]) == 0;
-                good &= run(&w) == NICSIM_RUN_IDLE;
+                good &= sw_run(&w) == NICSIM_RUN_IDLE;
                 good &= all_good(&w, q, n);
             }
-            world_free(&w);
+            sw_free(&w);
         }
         ok_msg(good, "barrier algorithm %u: n = 1..32, the last arrival releases everyone", alg);
     }
@@ -326,7 +279,7 @@ static void t_bcast(void)
                     }
                     for (int r = 0; r < n; r++)
                         good &= quay_ibcast(w.e[r], w.c[r], buf[r], len, root, &q[r]) == 0;
-                    good &= run(&w) == NICSIM_RUN_IDLE;
+                    good &= sw_run(&w) == NICSIM_RUN_IDLE;
                     good &= all_good(&w, q, n);
                     for (int r = 0; r < n; r++) {
                         if (memcmp(buf[r], buf[root], len) != 0 ||
@@ -341,7 +294,7 @@ static void t_bcast(void)
                     runs++;
                 }
             }
-            world_free(&w);
+            sw_free(&w);
         }
         ok_msg(good, "bcast algorithm %u: %d runs (n, size, root) correct", alg, runs);
     }
@@ -374,7 +327,7 @@ static int reduce_case(world *w, int which, size_t count, int root, int in_place
             good = 0;
         }
     }
-    good &= run(w) == NICSIM_RUN_IDLE;
+    good &= sw_run(w) == NICSIM_RUN_IDLE;
     good &= all_good(w, q, n);
     for (int r = 0; r < n; r++) {
         if (all || r == root) {
@@ -409,7 +362,7 @@ static void t_reduce(void)
                         good &= reduce_case(&w, which, counts[z], root, ip, 0);
                         runs++;
                     }
-        world_free(&w);
+        sw_free(&w);
     }
     ok_msg(good, "reduce: %d runs (n, op, count, root, in place) in rank order", runs);
     ok_msg(user_calls > 0, "the user op was called (%d times)", user_calls);
@@ -433,7 +386,7 @@ static void t_allreduce(void)
                         good &= reduce_case(&w, which, counts[z], 0, ip, 1);
                         runs++;
                     }
-            world_free(&w);
+            sw_free(&w);
         }
         ok_msg(good, "allreduce algorithm %u: %d runs (n, op, count, in place) correct%s", alg,
                runs, alg == 1 ? "" : " (non-commutative: recursive doubling)");
@@ -446,7 +399,7 @@ static void t_allreduce(void)
             break;
         for (size_t count = 1; count <= 300000 && good; count *= 7)
             good &= reduce_case(&w, OP_SUM_I32, count, 0, 0, 1);
-        world_free(&w);
+        sw_free(&w);
     }
     ok_msg(good, "allreduce, automatic choice: 1 .. 117649 elements");
 }
@@ -505,7 +458,7 @@ static void t_concurrent(void)
                 if (nicsim_step(w.sim) <= 0)
                     break;
         }
-        good &= run(&w) == NICSIM_RUN_IDLE;
+        good &= sw_run(&w) == NICSIM_RUN_IDLE;
         for (int r = 0; r < n; r++) {
             for (int k = 0; k <= K; k++) {
                 quay_status st;
@@ -538,7 +491,7 @@ static void t_concurrent(void)
             quay_engine_stats(w.e[r], &st);
             good &= st.reqs_in_use == 0 && st.umsgs_in_use == 0;
         }
-        world_free(&w);
+        sw_free(&w);
     }
     ok_msg(good, "20 runs: 6 collectives in flight per rank on the world and 1 on a "
                  "sub-communicator, called late by most ranks (early messages held)");
@@ -588,7 +541,7 @@ static void t_bypass(void)
                     good &= quay_ibcast(w.e[early], w.c[early], buf[early][b], len, root,
                                         &q[early][b]) == 0;
             }
-            good &= run(&w) == NICSIM_RUN_IDLE;
+            good &= sw_run(&w) == NICSIM_RUN_IDLE;
             for (int r = 0; r < n; r++) {
                 quay_stats st;
                 quay_engine_stats(w.e[r], &st);
@@ -603,7 +556,7 @@ static void t_bypass(void)
                 if (r != root && r != early)
                     for (int b = 0; b < B; b++)
                         good &= quay_ibcast(w.e[r], w.c[r], buf[r][b], len, root, &q[r][b]) == 0;
-            good &= run(&w) == NICSIM_RUN_IDLE;
+            good &= sw_run(&w) == NICSIM_RUN_IDLE;
             for (int r = 0; r < n; r++)
                 for (int b = 0; b < B; b++) {
                     quay_status st;
@@ -625,7 +578,7 @@ static void t_bypass(void)
                 note("n %d: no NOTIFY for forwarding ranks", n);
                 good = 0;
             }
-            world_free(&w);
+            sw_free(&w);
             runs++;
         }
     }
@@ -663,7 +616,7 @@ static void t_multi(void)
                     buf[r][i] = r == 0 ? (uint8_t)(i * 3) : 0;
             for (int r = 0; r < n; r++)
                 good &= quay_ibcast(w.e[r], w.c[r], buf[r], 200, 0, &q[r]) == 0;
-            good &= run(&w) == NICSIM_RUN_IDLE;
+            good &= sw_run(&w) == NICSIM_RUN_IDLE;
             good &= all_good(&w, q, n);
             for (int r = 0; r < n; r++)
                 good &= memcmp(buf[r], buf[0], 200) == 0;
@@ -674,7 +627,7 @@ static void t_multi(void)
                 note("alg %u n %d: no multi-send", alg, n);
                 good = 0;
             }
-            world_free(&w);
+            sw_free(&w);
         }
     ok_msg(good, "binomial and optimal-tree bcast with multi-send: %llu SEND_MULTI actions, "
                  "results right", (unsigned long long)multis);
@@ -737,7 +690,7 @@ static void t_errors(void)
         is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][0]), 0);
         is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][1]), 0);
     }
-    is_int(run(&w), NICSIM_RUN_IDLE);
+    is_int(sw_run(&w), NICSIM_RUN_IDLE);
     ok(quay_req_test(q, NULL) && quay_req_test(q2, NULL));
     quay_req_free(e, q);
     quay_req_free(e, q2);
@@ -750,7 +703,7 @@ static void t_errors(void)
     is_int(quay_req_free(e, q), 0);
     for (int r = 1; r < 3; r++)
         is_int(quay_ibarrier(w.e[r], w.c[r], &o[r][0]), 0);
-    is_int(run(&w), NICSIM_RUN_IDLE);
+    is_int(sw_run(&w), NICSIM_RUN_IDLE);
     for (int r = 1; r < 3; r++)
         quay_req_free(w.e[r], o[r][0]);
     quay_engine_stats(e, &st);
@@ -763,11 +716,11 @@ static void t_errors(void)
         is_int(quay_comm_free(w.e[r], w.c[r]), 0);
     quay_engine_stats(e, &st);
     is_int((int)st.comms_in_use, 0);
-    world_free(&w);
+    sw_free(&w);
     /* An engine freed with a collective running leaks nothing (ASan). */
     if (world_new(&w, 2, NULL, NULL) == 0) {
         is_int(quay_ibarrier(w.e[0], w.c[0], &q), 0);
-        world_free(&w);
+        sw_free(&w);
     }
 }
 
