@@ -332,15 +332,7 @@ int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m)
         trace_match(e, r, m, peer, m->seq, m->ctx, m->src, m->tag);
     r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING); /* matched: no cancel */
     arb_release(e, r);
-    r->msg_len = m->len;
-    r->status.source = m->src;
-    r->status.tag = m->tag;
-    r->status.count = m->len < r->len ? m->len : r->len;
-    if (m->len > r->len)
-        r->status.error = QUAY_ETRUNCATE;
-    if (m->status != 0)
-        r->status.error = m->status;
-    req_complete(e, r);
+    rtr_sc_complete(e, r, m);
     return 0;
 }
 

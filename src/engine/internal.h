@@ -712,6 +712,9 @@ int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m);
 void arb_comm_freed(quay_engine *e, uint32_t ctx);
 /** Peer failure: its flags, claims and announcements go. */
 void arb_peer_failed(quay_engine *e, int32_t peer);
+/** Receiver: an SC wrote r's data (delegated or claimed): status from
+ *  the SC (length, truncation, the sender's status), then complete. */
+void rtr_sc_complete(quay_engine *e, quay_req *r, const umsg *m);
 /** Queue a sequenced control item (caller checked rtrq space). */
 rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer);
 /** Free places in the sequenced control queue. */

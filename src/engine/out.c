@@ -424,6 +424,23 @@ int out_has_actions(const quay_engine *e)
            (e->flow && chan_has_work(e));
 }
 
+/* Build r's next packet (r just left the txq) into a new descriptor: r
+ * goes back to the txq's tail if it has more to send. Keeps the count of
+ * numbered packets not yet sent per peer (RTR ordering). */
+static qout *txq_emit(quay_engine *e, quay_req *r)
+{
+    qout *o = out_alloc(e);
+    if (req_emit(r, o))
+        ql_push_tail(&e->txq, &r->link); /* round-robin */
+    else
+        txq_leave(e, r);
+    if (e->rtr_pool != NULL &&
+        (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS || o->pkt == QUAY_PKT_CANCEL_REQ ||
+         o->pkt == QUAY_PKT_SC || o->pkt == QUAY_PKT_ANY_FLAG))
+        e->peers[o->peer].tx_unsent--; /* a numbered packet left */
+    return o;
+}
+
 /* An eager send at the head of the txq that carries `payload` too, in
  * its turn, with a descriptor free: the next destination of a multi-send. */
 static quay_req *multi_next(quay_engine *e, const qout *o)
@@ -450,13 +467,7 @@ static void multi_send(quay_engine *e, const qout *o, quay_action *a)
     quay_req *r;
     while (a->nmulti < QUAY_MULTI_MAX && (r = multi_next(e, o)) != NULL) {
         ql_remove(&r->link);
-        qout *m = out_alloc(e);
-        if (req_emit(r, m))
-            ql_push_tail(&e->txq, &r->link); /* (a cancel to follow) */
-        else
-            txq_leave(e, r);
-        if (e->rtr_pool != NULL)
-            e->peers[m->peer].tx_unsent--; /* a numbered packet left */
+        qout *m = txq_emit(e, r);
         e->st.pkts_out++;
         if (e->trace_fn)
             trace_pkt(e, QUAY_TR_PKT_OUT, m->pkt, m->peer, r->id, m->seq, 0);
@@ -542,16 +553,7 @@ int out_next_action(quay_engine *e, quay_action *a)
                 continue;
             }
             first_waiting = NULL; /* a number left: turns move on */
-            qout *o = out_alloc(e);
-            if (req_emit(r, o))
-                ql_push_tail(&e->txq, &r->link); /* round-robin */
-            else
-                txq_leave(e, r);
-            if (e->rtr_pool != NULL &&
-                (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS ||
-                 o->pkt == QUAY_PKT_CANCEL_REQ || o->pkt == QUAY_PKT_SC ||
-                 o->pkt == QUAY_PKT_ANY_FLAG))
-                e->peers[o->peer].tx_unsent--; /* a numbered packet left */
+            qout *o = txq_emit(e, r);
             if (hand_out(e, o, a)) {
                 if (a->kind == QUAY_ACT_SEND && (e->cfg.transport_caps & QUAY_CAP_MULTI_SEND))
                     multi_send(e, o, a);

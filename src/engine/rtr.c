@@ -201,6 +201,12 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
     r->flags &= ~(uint32_t)RF_CANCEL_PENDING; /* its verdict will be 0 */
     mem_release_internal(e, &r->lkey);
     r->sreq = m->sreq;
+    rtr_sc_complete(e, r, m);
+    return 0;
+}
+
+void rtr_sc_complete(quay_engine *e, quay_req *r, const umsg *m)
+{
     r->msg_len = m->len;
     r->status.source = m->src;
     r->status.tag = m->tag;
@@ -210,7 +216,6 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m)
     if (m->status != 0)
         r->status.error = m->status;
     req_complete(e, r);
-    return 0;
 }
 
 /* ---- queue ------------------------------------------------------------------------ */
