@@ -24,6 +24,17 @@
 #include "collectives/ops.h"
 
 static void sched_progress(quay_engine *e);
+/* What a failed send or receive makes of the schedule: a cancelled one
+ * (the peer failed) and an abort (see send_abort: one byte where nothing
+ * was due) mean a member failed. */
+static int recv_error(const coll_step *st, const quay_req *r)
+{
+    int err = r->status.error;
+    if (err == QUAY_ECANCELLED || (st->kind == CS_RECV && st->len == 0 && err == QUAY_ETRUNCATE))
+        return QUAY_EPEER;
+    return err;
+}
+
 static void sched_on_req_done(quay_engine *e, quay_req *r);
 
 /* ---- building ------------------------------------------------------------------ */
@@ -389,9 +400,10 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
     st->req = NULL;
     s->nrunning--;
     if (r->status.error != 0)
-        fail(s, r->status.error == QUAY_ECANCELLED ? QUAY_EPEER : r->status.error);
+        fail(s, recv_error(st, r));
     else if (st->kind == CS_RECV && r->status.count != st->len)
-        fail(s, QUAY_ETRUNCATE); /* the members disagree on the size */
+        /* an abort (empty where data was due), or the members disagree */
+        fail(s, r->status.count == 0 ? QUAY_EPEER : QUAY_ETRUNCATE);
     step_done(s, i);
     if (!ql_linked(&s->rlink))
         ql_push_tail(&e->coll_ready, &s->rlink);
@@ -399,8 +411,8 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
 
 /* The message step i would have sent, replaced by an abort of the wrong
  * length (0 bytes for a message, 1 byte where an empty one is expected):
- * the receiving member's step fails on the length (QUAY_ETRUNCATE) and
- * fails its own schedule in turn. Best effort: without a request (pool
+ * the receiving member's step fails on the length (QUAY_EPEER: a member
+ * failed) and fails its own schedule in turn. Best effort: without a request (pool
  * empty) or to a failed peer, nothing goes. */
 static void send_abort(coll_sched *s, uint32_t i)
 {
