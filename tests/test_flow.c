@@ -518,6 +518,48 @@ static void t_collective_peer_failure(void)
     tn_fini(&T);
 }
 
+/* Application bypass, a member dead: rank 4 (children 5 and 6 in the
+ * reduce tree of 8 rooted at rank 0) has not called when rank 5's result
+ * arrives, so it starts its part early; rank 6 is dead, so that part
+ * fails before the call. It waits for the call, which completes at once
+ * with QUAY_EPEER; rank 0, waiting on rank 4, fails too (its abort);
+ * nothing is left in use anywhere. */
+static void t_collective_bypass_failure(void)
+{
+    quay_config c;
+    flow_config(&c, 8);
+    c.coll_bypass = 1;
+    is_int(tn_init(&T, 8, &c), 0);
+    quay_op sum = {QUAY_OP_SUM, 1, NULL, NULL};
+    int32_t v[8][4], out[4];
+    quay_req *q[8] = {0};
+    for (int r = 0; r < 8; r++) {
+        for (int i = 0; i < 4; i++)
+            v[r][i] = r + i;
+        if (r != 4 && r != 6)
+            is_int(quay_ireduce(T.e[r], T.world[r], v[r], out, 4, QUAY_INT32, &sum, 0, &q[r]),
+                   0);
+    }
+    run_ticks(6, 400);
+    quay_stats st;
+    quay_engine_stats(T.e[4], &st);
+    is_int((int)st.coll_bypassed, 1);
+    is_int((int)st.coll_failed, 1);
+    is_int(quay_ireduce(T.e[4], T.world[4], v[4], NULL, 4, QUAY_INT32, &sum, 0, &q[4]), 0);
+    quay_status s;
+    ok(tn_done(q[4], &s) && s.error == QUAY_EPEER);
+    ok(tn_done(q[0], &s) && s.error == QUAY_EPEER);
+    for (int r = 0; r < 8; r++) {
+        if (r == 6)
+            continue;
+        ok_msg(tn_done(q[r], NULL), "rank %d done", r);
+        quay_req_free(T.e[r], q[r]);
+        quay_engine_stats(T.e[r], &st);
+        is_int((int)st.reqs_in_use, 0);
+    }
+    tn_fini(&T);
+}
+
 int main(void)
 {
     subtest("normal traffic under ACK/NACK", t_normal);
@@ -530,6 +572,7 @@ int main(void)
     subtest("keepalive: silent live peer kept, dead one failed", t_keepalive_receiver);
     subtest("keepalive: sender waiting for a CTS", t_keepalive_sender);
     subtest("collectives: a member dies", t_collective_peer_failure);
+    subtest("collectives: bypass, a member dies before the call", t_collective_bypass_failure);
     subtest("credits: window held, grants returned, no NACK", t_credit_window);
     subtest("credits: lost grants, probes, full receiver alive", t_credit_lost_grants);
     subtest("credits: policy mismatch is malformed", t_credit_policy_mismatch);

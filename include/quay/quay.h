@@ -331,13 +331,16 @@ typedef struct quay_config {
      *  quay_agent_post) runs the schedule with the other agents. Every
      *  member must agree. Default 0. */
     uint32_t coll_offload;
-    /** 1: application-bypass broadcast [NIC ch. 6], for eager and
-     *  rendezvous sizes: a rank forwards a broadcast (binomial tree) as
-     *  soon as its data arrives, into a staging buffer, before its own
-     *  application calls quay_ibcast; the call then only copies out. A
-     *  forwarding rank's sender emits QUAY_ACT_NOTIFY for it, so that an
-     *  embedder can wake a host that is not polling. Every member must
-     *  agree. Default 0. */
+    /** 1: application bypass [NIC ch. 6], for eager and rendezvous
+     *  sizes. Broadcast: a rank forwards (binomial tree) as soon as its
+     *  data arrives, into a staging buffer, before its own application
+     *  calls quay_ibcast; the call then only copies out. Reduce with a
+     *  predefined op: a rank takes in and combines its children's results
+     *  as they arrive (binomial tree rooted at rank 0); the call only adds
+     *  its own operand and sends on. A sender emits QUAY_ACT_NOTIFY for a
+     *  receiver that forwards or combines in turn, so that an embedder can
+     *  wake a host that is not polling. Every member must agree.
+     *  Default 0. */
     uint32_t coll_bypass;
 } quay_config;
 
@@ -1045,8 +1048,9 @@ typedef struct quay_stats {
     uint64_t any_flags;        /**< interest flags raised (sender side) */
     uint64_t coll_started;     /**< collective schedules started */
     uint64_t coll_failed;      /**< ... that completed with an error */
-    uint64_t coll_bypassed;    /**< broadcasts started by their data's arrival,
-                                    before the local call (application bypass) */
+    uint64_t coll_bypassed;    /**< broadcasts and reduces started by their
+                                    data's arrival, before the local call
+                                    (application bypass) */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

@@ -1,6 +1,6 @@
 /*
- * bypass.c — application-bypass broadcast [NIC ch. 6], eager and
- * rendezvous sizes alike (coll_bypass).
+ * bypass.c — application-bypass broadcast [NIC ch. 6] and reduce, eager
+ * and rendezvous sizes alike (coll_bypass).
  *
  * A broadcast's messages carry the sub-tag CS_BYPASS_BCAST + root. When
  * one arrives on a communicator's collective twin for a broadcast this
@@ -13,6 +13,16 @@
  * buffer waits for its call (the schedule's gate); the call finds the
  * early schedule by sequence number and only opens the gate.
  *
+ * A reduce's partial results carry CS_BYPASS_REDUCE | op << 4 | type
+ * (predefined ops only: a user function comes with the call). The first
+ * one to arrive at a rank not yet called starts the rank's part: the
+ * children's results are received (pulled, if rendezvous) and folded as
+ * they come; the call puts its own operand in front and sends the result
+ * on (reduce.c).
+ *
+ * An early schedule that fails before its call (a peer died) stays where
+ * the call finds it, which then completes at once with the error.
+ *
  * Arrivals are noted inside the packet path and acted on from the
  * engine's progress (no recursion); at most coll_max schedules run, so a
  * burst beyond it is simply not bypassed: the call takes those messages
@@ -21,6 +31,9 @@
  * for an embedder whose host may be busy elsewhere.
  */
 #include "collectives/coll.h"
+
+#include "collectives/ops.h"
+#include "collectives/tree.h"
 
 typedef struct cand {
     quay_comm *twin;
@@ -101,7 +114,51 @@ static coll_sched *find_sched(quay_engine *e, const quay_comm *twin, uint32_t ta
     return NULL;
 }
 
-/* Start the broadcasts whose data came before their call. */
+/* An early broadcast: the root from the sub-tag, the length from the
+ * arrival. NULL if it is not ours to forward. */
+static coll_sched *early_bcast(quay_engine *e, quay_comm *user, uint32_t sub, uint64_t len)
+{
+    int32_t root = (int32_t)(sub - CS_BYPASS_BCAST);
+    if (root >= user->size || root == user->myrank)
+        return NULL;
+    int rc;
+    coll_sched *s = sched_new(e, user, &rc);
+    if (s == NULL)
+        return NULL;
+    s->bypass_kind = QUAY_OFF_BCAST;
+    s->bypass_len = (size_t)len;
+    s->bypass_root = root;
+    coll_build_bcast_bypass(s, (size_t)len, root, 1);
+    return s;
+}
+
+/* An early reduce: op and type from the sub-tag (checked: they come from
+ * the wire), the count from the length. Only a rank with children in the
+ * tree receives partial results. */
+static coll_sched *early_reduce(quay_engine *e, quay_comm *user, uint32_t sub, uint64_t len)
+{
+    uint32_t code = sub - CS_BYPASS_REDUCE;
+    quay_op op = {(quay_op_kind)(code >> 4), 1, NULL, NULL};
+    quay_dtype dt = (quay_dtype)(code & 0xF);
+    int32_t kids[32];
+    if (code > 0xFF || op.kind == QUAY_OP_USER || op_check(&op, dt) != 0 || len == 0 ||
+        len % op_dtype_size(dt) != 0 ||
+        tree_binomial_children(user->myrank, user->size, kids, 32) == 0)
+        return NULL;
+    int rc;
+    coll_sched *s = sched_new(e, user, &rc);
+    if (s == NULL)
+        return NULL;
+    s->bypass_kind = QUAY_OFF_REDUCE;
+    s->bypass_len = (size_t)len;
+    s->op = op;
+    s->dt = dt;
+    s->esize = op_dtype_size(dt);
+    coll_build_reduce_bypass(s, (size_t)len / s->esize, -1, 0, 1);
+    return s;
+}
+
+/* Start the collectives whose data came before their call. */
 void bypass_dispatch(quay_engine *e)
 {
     struct coll_bypass *b = e->coll_byp;
@@ -111,30 +168,43 @@ void bypass_dispatch(quay_engine *e)
         b->count--;
         e->coll_npend--;
         uint32_t tagbase = (uint32_t)c.tag & ~CS_SUBTAG_LIMIT;
-        int32_t root = (int32_t)(((uint32_t)c.tag & CS_SUBTAG_LIMIT) - CS_BYPASS_BCAST);
+        uint32_t sub = (uint32_t)c.tag & CS_SUBTAG_LIMIT;
         quay_comm *user = parent_of(e, c.twin);
         /* (the length comes from the wire: staging is bounded like any
          * unexpected data) */
-        if (user == NULL || root >= user->size || root == user->myrank ||
-            c.len > e->cfg.unexpected_bytes_max ||
+        if (user == NULL || c.len > e->cfg.unexpected_bytes_max ||
             find_sched(e, c.twin, tagbase) != NULL || e->coll_nactive >= e->cfg.coll_max)
-            continue; /* taken, not ours to forward, or no room: the call does it */
-        int rc;
-        coll_sched *s = sched_new(e, user, &rc);
-        if (s == NULL)
-            continue;
-        s->bypass_len = (size_t)c.len;
-        s->bypass_root = root;
-        coll_build_bcast_bypass(s, (size_t)c.len, root, 1);
-        sched_start_early(s, tagbase);
+            continue; /* taken, or no room: the call does it */
+        coll_sched *s = sub >= CS_BYPASS_REDUCE ? early_reduce(e, user, sub, c.len)
+                                                : early_bcast(e, user, sub, c.len);
+        if (s != NULL)
+            sched_start_early(s, tagbase);
     }
 }
 
-/* The call of a broadcast: the early schedule of its sequence number, if
- * its data came first. 1 and *req if claimed; 0 if there is none;
- * QUAY_EINVAL if the arrival disagrees with the call (root, length). */
-int bypass_claim(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
-                 quay_req **req)
+int bypass_applies(const quay_engine *e, const quay_comm *c, const quay_offload *d)
+{
+    if (!e->cfg.coll_bypass)
+        return 0;
+    if (d->kind == QUAY_OFF_BCAST)
+        return (uint32_t)c->size <= CS_BYPASS_REDUCE - CS_BYPASS_BCAST; /* root in the sub-tag */
+    return d->kind == QUAY_OFF_REDUCE && d->op.kind != QUAY_OP_USER;
+}
+
+/* The call agrees with what the arrival said. */
+static int bypass_agrees(const coll_sched *s, const quay_offload *d)
+{
+    if (s->bypass_kind != d->kind)
+        return 0;
+    if (d->kind == QUAY_OFF_BCAST)
+        return s->bypass_root == d->root && s->bypass_len == d->count;
+    return s->op.kind == d->op.kind && s->dt == d->dt &&
+           s->bypass_len / s->esize == d->count && s->bypass_len % s->esize == 0;
+}
+
+/* The call of a broadcast or reduce: the early schedule of its sequence
+ * number, if its data came first. */
+int bypass_claim(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req)
 {
     if (c->coll == NULL)
         return 0;
@@ -143,10 +213,15 @@ int bypass_claim(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t ro
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, elink);
         if (s->comm != c->coll || s->tagbase != tagbase)
             continue;
-        if (s->bypass_root != root || s->bypass_len != len)
+        if (!bypass_agrees(s, d))
             return QUAY_EINVAL; /* the members disagree: an erroneous program */
         *req = s->ureq;
-        sched_claim(s, buf);
+        if (d->kind == QUAY_OFF_REDUCE) {
+            s->sbuf = d->sbuf == QUAY_IN_PLACE ? NULL : d->sbuf;
+            if (!s->ended)
+                coll_reduce_bypass_claim(s, d->root, d->sbuf == QUAY_IN_PLACE);
+        }
+        sched_claim(s, d->rbuf);
         return 1;
     }
     return 0;

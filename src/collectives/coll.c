@@ -65,12 +65,6 @@ static uint32_t pick_allreduce(uint32_t a, size_t count, size_t esize, int32_t n
     return QUAY_ALLREDUCE_RABENSEIFNER;
 }
 
-/* Application bypass applies (the sub-tag must carry the root). */
-static int bypass_on(const quay_engine *e, const quay_comm *c)
-{
-    return e->cfg.coll_bypass && (uint32_t)c->size <= CS_SUBTAG_LIMIT - CS_BYPASS_BCAST + 1;
-}
-
 /* ---- building from a description ------------------------------------------------ */
 
 /* Build and start the schedule of collective d on communicator c (the
@@ -95,7 +89,7 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     case QUAY_OFF_BCAST:
         s->rbuf = d->rbuf;
         s->sbuf = d->rbuf;
-        if (bypass_on(e, c) && !offloaded)
+        if (!offloaded && bypass_applies(e, c, d))
             coll_build_bcast_bypass(s, d->count, d->root, 0);
         else
             coll_build_bcast(s, alg != QUAY_COLL_AUTO ? alg : pick_bcast(d->count, c->size),
@@ -107,7 +101,9 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
         s->esize = op_dtype_size(d->dt);
         s->sbuf = d->sbuf == QUAY_IN_PLACE ? NULL : d->sbuf;
         s->rbuf = d->rbuf;
-        if (d->kind == QUAY_OFF_REDUCE)
+        if (d->kind == QUAY_OFF_REDUCE && !offloaded && bypass_applies(e, c, d))
+            coll_build_reduce_bypass(s, d->count, d->root, d->sbuf == QUAY_IN_PLACE, 0);
+        else if (d->kind == QUAY_OFF_REDUCE)
             coll_build_reduce(s, d->count, d->root, d->sbuf == QUAY_IN_PLACE);
         else
             coll_build_allreduce(s, pick_allreduce(alg, d->count, s->esize, c->size,
@@ -126,8 +122,8 @@ static int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **r
     d->world = c->world;
     if (e->cfg.coll_offload)
         return offload_post(e, c, d, req);
-    if (d->kind == QUAY_OFF_BCAST && bypass_on(e, c) && d->count != 0) {
-        int rc = bypass_claim(e, c, d->rbuf, d->count, d->root, req);
+    if (d->count != 0 && bypass_applies(e, c, d)) {
+        int rc = bypass_claim(e, c, d, req);
         if (rc != 0)
             return rc < 0 ? rc : 0; /* its data came first: already on its way */
     }

@@ -31,10 +31,13 @@ enum { CST_WAIT = 0, CST_READY, CST_RUNNING, CST_DONE };
 /* No step (an edge to or from it is ignored). */
 #define CS_NONE UINT32_MAX
 /* Sub-tags: 15 bits; the schedule's sequence number takes the 16 above.
- * Algorithms use 0 .. CS_SUBTAG_MAX; the application-bypass broadcast
- * CS_BYPASS_BCAST + root, which is how an arrival names its root. */
+ * Algorithms use 0 .. CS_SUBTAG_MAX. Application bypass: a broadcast's
+ * messages CS_BYPASS_BCAST + root (root < CS_BYPASS_REDUCE -
+ * CS_BYPASS_BCAST), a reduce's partial results CS_BYPASS_REDUCE | op << 4
+ * | dtype: an arrival alone says what to do with it. */
 #define CS_SUBTAG_MAX 0x3FFFu
 #define CS_BYPASS_BCAST 0x4000u
+#define CS_BYPASS_REDUCE 0x6000u
 #define CS_SUBTAG_LIMIT 0x7FFFu
 
 typedef struct coll_step {
@@ -58,8 +61,12 @@ typedef struct coll_sched {
     qlink rlink;       /* e->coll_ready while it has ready steps */
     qlink elink;       /* e->coll_early: started by an arrival, not yet called */
     uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
-    size_t bypass_len; /* early bypass bcast: the length the arrival said */
-    int32_t bypass_root;
+    uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
+    uint8_t ended;     /* early, failed before its call: kept for the call */
+    size_t bypass_len; /* early: the length the arrival said */
+    int32_t bypass_root; /* early bcast: the root the arrival said */
+    uint32_t byp_own;  /* early reduce: "mine op children's", after the gate */
+    uint32_t byp_final;/* early reduce: the result's last move, set by the call */
     quay_engine *e;
     quay_req *ureq;    /* the user's request (RK_COLL) */
     quay_comm *comm;   /* the collective twin: every message goes here */
@@ -115,6 +122,17 @@ void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root);
  *  arrival, the copy-out waits for the call (s->gate). */
 void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early);
 void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
+/** Application-bypass reduce (binomial tree rooted at rank 0, predefined
+ *  ops): children's results are combined as they come; early: built at an
+ *  arrival (root and in_place unknown), the call completes it with
+ *  coll_reduce_bypass_claim. */
+void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_place,
+                              int early);
+/** The call of an early bypass reduce: where its own operand is and where
+ *  the result goes. */
+void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place);
+/** The sub-tag of a bypass reduce's partial results. */
+uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt);
 void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place);
 
 /* ---- calls (coll.c) and offload (offload.c) --------------------------------- */
@@ -157,9 +175,11 @@ int bypass_attach(quay_engine *e);
 void bypass_fini(quay_engine *e);
 /** Start early schedules for the broadcasts that arrived uncalled. */
 void bypass_dispatch(quay_engine *e);
-/** The call finds its early schedule: 1 (claimed, *req), 0, or < 0. */
-int bypass_claim(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
-                 quay_req **req);
+/** The call (bcast or reduce) finds its early schedule: 1 (claimed,
+ *  *req), 0 (none), or QUAY_EINVAL (the arrival disagrees with d). */
+int bypass_claim(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req);
+/** Application bypass applies to collective d on c. */
+int bypass_applies(const quay_engine *e, const quay_comm *c, const quay_offload *d);
 /** A NOTIFY action if one is queued (1), else 0. */
 int bypass_emit(quay_engine *e, quay_action *a);
 /** An OFFLOAD / OFFLOAD_DONE action if one is queued (1), else 0. */

@@ -60,3 +60,116 @@ void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place)
         cs_dep(s, sent, cs_recv(s, troot, CB_RECV, 0, len, 1));
     }
 }
+
+/* ---- application bypass ---------------------------------------------------------- */
+
+uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt)
+{
+    return CS_BYPASS_REDUCE | (uint32_t)op << 4 | (uint32_t)dt;
+}
+
+/* Application-bypass reduce [DESIGN §6; NIC ch. 6 did the broadcast]:
+ * the binomial tree rooted at rank 0 in natural order, whatever the root,
+ * so that a partial result that arrives before the call says by itself
+ * (its sub-tag: op and type; its length: the count) everything a rank
+ * needs to take in its other children's and combine them: their results
+ * fold in rank order as they come (ops are associative), and the call only
+ * puts its own operand in front (mine op children's) and sends it on. The
+ * root, if not rank 0, receives the result from rank 0: one hop more than
+ * the plain tree, the price of not knowing the root before the call.
+ *
+ * Early (built at an arrival): the steps after the gate do not know yet
+ * where the own operand is (in place at the root or not) nor where the
+ * result goes; they are placeholders (byp_own reads the send buffer, the
+ * final move is a join) that the call sets (coll_reduce_bypass_claim)
+ * before it opens the gate. */
+void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_place,
+                              int early)
+{
+    int32_t n = s->size, v = s->rank, kids[32];
+    size_t len = count * s->esize;
+    uint32_t sub = coll_reduce_bypass_subtag(s->op.kind, s->dt);
+    if (n == 1 || count == 0) {
+        if (v == root && !in_place && count != 0)
+            cs_copy(s, CB_RECV, 0, CB_SEND, 0, len);
+        return;
+    }
+    int nk = tree_binomial_children(v, n, kids, 32);
+    sched_tmp(s, (size_t)nk * len);
+    uint32_t last = CS_NONE;
+    for (int i = 0; i < nk; i++) {
+        size_t slot = (size_t)i * len;
+        uint32_t rcv = cs_recv(s, kids[nk - 1 - i], CB_TMP, slot, len, sub);
+        if (i == 0) {
+            last = rcv;
+            continue;
+        }
+        uint32_t red = cs_reduce(s, CB_TMP, slot - len, CB_TMP, slot, count);
+        cs_dep(s, rcv, red);
+        cs_dep(s, last, red);
+        last = red;
+    }
+    if (early)
+        s->gate = cs_join(s);
+    int own = in_place && v == root ? CB_RECV : CB_SEND;
+    int acc = own;
+    size_t acc_off = 0;
+    uint32_t mine = s->gate;
+    if (nk > 0) {
+        acc = CB_TMP;
+        acc_off = (size_t)(nk - 1) * len;
+        mine = cs_reduce(s, own, 0, CB_TMP, acc_off, count);
+        cs_dep(s, last, mine);
+        cs_dep(s, s->gate, mine);
+    }
+    s->byp_own = nk > 0 ? mine : CS_NONE;
+    uint32_t fin;
+    if (v != 0) {
+        uint32_t sent = cs_send(s, tree_binomial_parent(v, n), acc, acc_off, len, sub);
+        if (sent != CS_NONE)
+            s->steps[sent].notify = 1; /* every parent combines: wake it */
+        cs_dep(s, mine, sent);
+        /* the result, at a root other than rank 0 (after its own operand
+         * left: in place, it is in the receive buffer) */
+        fin = early ? cs_join(s) : v == root ? cs_recv(s, 0, CB_RECV, 0, len, 1) : CS_NONE;
+        cs_dep(s, sent, fin);
+    } else {
+        fin = early ? cs_join(s)
+              : root == 0 ? cs_copy(s, CB_RECV, 0, acc, acc_off, len)
+                          : cs_send(s, root, acc, acc_off, len, 1);
+        cs_dep(s, mine, fin);
+    }
+    s->byp_final = fin;
+}
+
+void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place)
+{
+    size_t len = s->bypass_len;
+    if (s->byp_own != CS_NONE && in_place && s->rank == root)
+        s->steps[s->byp_own].buf2 = CB_RECV;
+    coll_step *f = &s->steps[s->byp_final];
+    if (s->rank != 0 && s->rank != root)
+        return; /* the placeholder stays a join */
+    /* (an early schedule has children, so its result is in the last slot) */
+    size_t acc_off = s->tmp_len - len;
+    f->len = len;
+    if (s->rank != 0) {
+        f->kind = CS_RECV;
+        f->peer = 0;
+        f->buf = CB_RECV;
+        f->off = 0;
+        f->subtag = 1;
+    } else if (root == 0) {
+        f->kind = CS_COPY;
+        f->buf = CB_RECV;
+        f->off = 0;
+        f->buf2 = CB_TMP;
+        f->off2 = acc_off;
+    } else {
+        f->kind = CS_SEND;
+        f->peer = root;
+        f->buf = CB_TMP;
+        f->off = acc_off;
+        f->subtag = 1;
+    }
+}

@@ -187,6 +187,13 @@ static void sched_fini(quay_engine *e)
     while ((n = ql_first(&e->coll_active)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
         ql_remove(&s->link);
+        if (ql_linked(&s->elink))
+            ql_remove(&s->elink);
+        sched_free(s);
+    }
+    while ((n = ql_first(&e->coll_early)) != NULL) { /* ended, never called */
+        coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, elink);
+        ql_remove(&s->elink);
         sched_free(s);
     }
 }
@@ -234,6 +241,8 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
     ql_init(&s->rlink);
     ql_init(&s->elink);
     s->gate = CS_NONE;
+    s->byp_own = CS_NONE;
+    s->byp_final = CS_NONE;
     s->e = e;
     s->comm = c->coll;
     s->rank = c->myrank;
@@ -340,6 +349,13 @@ void sched_claim(coll_sched *s, uint8_t *rbuf)
     ql_remove(&s->elink);
     s->rbuf = rbuf;
     s->ureq->comm->coll_seq++;
+    if (s->ended) {
+        /* It failed before the call: the call takes the error now. */
+        quay_req *u = s->ureq;
+        sched_free(s);
+        req_complete(e, u);
+        return;
+    }
     coll_step *g = &s->steps[s->gate];
     if (--g->ndeps == 0) {
         g->state = CST_READY;
@@ -482,14 +498,18 @@ static void sched_finish(coll_sched *s)
     ql_remove(&s->link);
     if (ql_linked(&s->rlink))
         ql_remove(&s->rlink);
-    if (ql_linked(&s->elink))
-        ql_remove(&s->elink);
     e->coll_nactive--;
     quay_req *u = s->ureq;
     u->status.error = s->error;
     u->status.count = 0;
     if (s->error != 0)
         e->st.coll_failed++;
+    if (ql_linked(&s->elink)) {
+        /* Early, and failed (it cannot end otherwise before its gate
+         * opens): kept on e->coll_early for the call (sched_claim). */
+        s->ended = 1;
+        return;
+    }
     if (s->offloaded) {
         /* An agent's: the host hears of it, nobody holds the request. */
         offload_report(e, s->cookie, s->error);
