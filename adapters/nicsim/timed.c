@@ -57,7 +57,7 @@ typedef struct tpkt {
 } tpkt;
 
 typedef struct tev {
-    uint64_t t, seq;
+    uint64_t t;
     tpkt *p;            /* the packet, or NULL (EV_APP, EV_OP_DONE) */
     uint64_t token;     /* EV_OP_DONE */
     int32_t rank;
@@ -65,6 +65,12 @@ typedef struct tev {
     int8_t agent;       /* EV_OP_DONE: the agent's, not the host's */
     int8_t failed;      /* EV_OP_DONE: status QUAY_ESTATE (RDMA refused) */
 } tev;
+
+/* A bucket of the event queue: event indices in push order. */
+typedef struct evq {
+    uint32_t *ix;
+    uint32_t head, n, cap; /* (only b[0] is taken from the head) */
+} evq;
 
 typedef struct trank {
     quay_engine *host, *agent;
@@ -88,9 +94,14 @@ struct tsim {
     int32_t n;
     nicsim_model m;
     trank *r;
-    tev *heap;
-    size_t nheap, cap;
-    uint64_t now, seq;
+    /* the event queue: a radix heap over event times */
+    tev *evs;            /* events, by index; free ones on evfree */
+    uint32_t *evfree;
+    uint32_t nevs, evcap, nfree;
+    evq b[65];           /* b[0]: time == last; b[i]: highest differing bit i-1 */
+    uint64_t last;       /* the time of the last event taken */
+    size_t nev;          /* events queued */
+    uint64_t now;
     tsim_app_fn app;
     void *app_ctx;
     int fatal;
@@ -180,34 +191,62 @@ int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errle
 
 /* ---- events ------------------------------------------------------------------------ */
 
-static int ev_less(const tev *a, const tev *b)
+/* The event queue is a radix heap [Ahuja, Mehlhorn, Orlin, Tarjan 1990]:
+ * the simulator never schedules into the past (every event is at or after
+ * the one being handled), so a monotone queue suffices. Bucket i > 0
+ * holds the events whose time first differs from `last` at bit i - 1;
+ * taking from an empty b[0] moves the lowest non-empty bucket down
+ * around its minimum. Each bucket stays in push order (moves are stable
+ * and go to buckets that are empty), so events at equal times leave in
+ * the order they were pushed: the same order as a heap on (time, push
+ * count), at O(1) per push and amortised O(log T) moves per event. */
+static int ev_bucket(uint64_t when, uint64_t last)
 {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+    return when == last ? 0 : 64 - __builtin_clzll(when ^ last);
+}
+
+static void evq_append(tsim *t, evq *q, uint32_t ix)
+{
+    if (q->n == q->cap) {
+        uint32_t ncap = q->cap ? q->cap * 2 : 64;
+        uint32_t *n = realloc(q->ix, (size_t)ncap * sizeof *n);
+        if (n == NULL) {
+            t->fatal = QUAY_ENOMEM;
+            return;
+        }
+        q->ix = n;
+        q->cap = ncap;
+    }
+    q->ix[q->n++] = ix;
 }
 
 static void ev_push_full(tsim *t, const tev *proto)
 {
-    if (t->nheap == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 1024;
-        tev *h = realloc(t->heap, ncap * sizeof *h);
-        if (h == NULL) {
-            t->fatal = QUAY_ENOMEM;
-            return;
+    uint32_t ix;
+    if (t->nfree != 0) {
+        ix = t->evfree[--t->nfree];
+    } else {
+        if (t->nevs == t->evcap) {
+            uint32_t ncap = t->evcap ? t->evcap * 2 : 1024;
+            tev *ev = realloc(t->evs, (size_t)ncap * sizeof *ev);
+            if (ev != NULL)
+                t->evs = ev;
+            uint32_t *fr = ev != NULL ? realloc(t->evfree, (size_t)ncap * sizeof *fr) : NULL;
+            if (fr == NULL) {
+                t->fatal = QUAY_ENOMEM;
+                return;
+            }
+            t->evfree = fr;
+            t->evcap = ncap;
         }
-        t->heap = h;
-        t->cap = ncap;
+        ix = t->nevs++;
     }
-    tev e = *proto;
-    e.seq = t->seq++;
-    size_t i = t->nheap++;
-    while (i > 0) {
-        size_t up = (i - 1) / 2;
-        if (!ev_less(&e, &t->heap[up]))
-            break;
-        t->heap[i] = t->heap[up];
-        i = up;
-    }
-    t->heap[i] = e;
+    tev *e = &t->evs[ix];
+    *e = *proto;
+    if (e->t < t->last)
+        e->t = t->last; /* (never: causes come before their effects) */
+    evq_append(t, &t->b[ev_bucket(e->t, t->last)], ix);
+    t->nev++;
 }
 
 static void ev_push(tsim *t, uint64_t when, int type, int32_t rank, tpkt *p)
@@ -226,22 +265,26 @@ static void op_done_at(tsim *t, uint64_t when, int32_t rank, uint64_t token, int
 
 static tev ev_pop(tsim *t)
 {
-    tev top = t->heap[0], last = t->heap[--t->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= t->nheap)
-            break;
-        if (c + 1 < t->nheap && ev_less(&t->heap[c + 1], &t->heap[c]))
-            c++;
-        if (!ev_less(&t->heap[c], &last))
-            break;
-        t->heap[i] = t->heap[c];
-        i = c;
+    evq *z = &t->b[0];
+    if (z->head == z->n) {
+        z->head = z->n = 0;
+        int i = 1;
+        while (t->b[i].n == 0)
+            i++;
+        evq *q = &t->b[i];
+        uint64_t min = UINT64_MAX;
+        for (uint32_t k = 0; k < q->n; k++)
+            if (t->evs[q->ix[k]].t < min)
+                min = t->evs[q->ix[k]].t;
+        t->last = min;
+        for (uint32_t k = 0; k < q->n; k++)
+            evq_append(t, &t->b[ev_bucket(t->evs[q->ix[k]].t, min)], q->ix[k]);
+        q->n = 0;
     }
-    if (t->nheap != 0)
-        t->heap[i] = last;
-    return top;
+    uint32_t ix = z->ix[z->head++];
+    t->evfree[t->nfree++] = ix;
+    t->nev--;
+    return t->evs[ix];
 }
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -467,7 +510,7 @@ static void host_check_wait(tsim *t, int32_t rank)
     trank *r = &t->r[rank];
     if (r->app == APP_WAIT && quay_req_test(r->wait, NULL)) {
         r->app = APP_RUNNING; /* scheduled: not waiting any more */
-        ev_push(t, r->host_free, EV_APP, rank, NULL);
+        ev_push(t, max64(r->host_free, t->now), EV_APP, rank, NULL);
     }
 }
 
@@ -788,15 +831,19 @@ void tsim_free(tsim *t)
 {
     if (t == NULL)
         return;
-    for (size_t i = 0; i < t->nheap; i++)
-        if (t->heap[i].p != NULL)
-            pkt_free(t->heap[i].p);
+    for (int i = 0; i < 65; i++) {
+        for (uint32_t k = t->b[i].head; k < t->b[i].n; k++)
+            if (t->evs[t->b[i].ix[k]].p != NULL)
+                pkt_free(t->evs[t->b[i].ix[k]].p);
+        free(t->b[i].ix);
+    }
     for (int32_t i = 0; i < t->n; i++) {
         q_free(t->r[i].pend);
         q_free(t->r[i].retry);
         q_free(t->r[i].nicq);
     }
-    free(t->heap);
+    free(t->evs);
+    free(t->evfree);
     free(t->r);
     free(t);
 }
@@ -830,7 +877,7 @@ int tsim_run(tsim *t)
             ev_push(t, t->now, EV_APP, i, NULL);
         }
     }
-    while (t->nheap != 0 && t->fatal == 0) {
+    while (t->nev != 0 && t->fatal == 0) {
         tev ev = ev_pop(t);
         if (ev.t > t->now)
             t->now = ev.t;
