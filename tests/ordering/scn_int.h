@@ -165,6 +165,7 @@ struct scn {
     int coll_alg[SCOLL_NKINDS]; /* QUAY_BARRIER_* ... (0: automatic) */
     int coll_degree;          /* 0: engine default */
     int64_t coll_segment;     /* bytes, 0: cost model */
+    int coll_bypass;          /* config coll_bypass=0|1 (SCN_MIXED: drawn) */
     uint32_t coll_max;        /* 0: engine default */
 
     scn_cinst *cinst;         /* collective instances, in order of first call */
@@ -279,6 +280,7 @@ typedef struct coll_cfg {
     uint32_t alg[SCOLL_NKINDS];
     uint32_t degree; /* 0: engine default */
     size_t segment;
+    uint32_t bypass; /* application bypass (quay_config.coll_bypass) */
 } coll_cfg;
 
 typedef struct seq_list {

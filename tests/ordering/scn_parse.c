@@ -47,6 +47,7 @@ typedef struct parser {
 /* parser.coll_set bits: the algorithm keys are bits 0..3 (scn_collk) */
 #define COLL_SET_DEGREE (1u << SCOLL_NKINDS)
 #define COLL_SET_SEGMENT (1u << (SCOLL_NKINDS + 1))
+#define COLL_SET_BYPASS (1u << (SCOLL_NKINDS + 2))
 
 static int perr(parser *p, const char *fmt, ...)
 {
@@ -748,6 +749,16 @@ static int parse_config(parser *p, char **tok, int ntok)
             if (found)
                 continue;
         }
+        if (strcmp(tok[i], "coll_bypass") == 0) {
+            p->coll_set |= COLL_SET_BYPASS;
+            if (strcmp(eq + 1, "mixed") == 0)
+                s->coll_bypass = SCN_MIXED;
+            else if (parse_u64(eq + 1, &v) == 0 && v <= 1)
+                s->coll_bypass = (int)v;
+            else
+                return perr(p, "config: coll_bypass=0|1|mixed, not '%s'", eq + 1);
+            continue;
+        }
         if (strcmp(tok[i], "coll_tree_degree") == 0 ||
             strcmp(tok[i], "coll_segment") == 0) {
             int deg = strcmp(tok[i], "coll_tree_degree") == 0;
@@ -995,6 +1006,8 @@ static int finish_coll(parser *p)
             s->coll_degree = SCN_MIXED;
         if (!(p->coll_set & COLL_SET_SEGMENT))
             s->coll_segment = SCN_MIXED;
+        if (!(p->coll_set & COLL_SET_BYPASS))
+            s->coll_bypass = SCN_MIXED;
     }
     for (i = 0; i < s->ncinst; i++) {
         const scn_cinst *ci = &s->cinst[i];

@@ -192,6 +192,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         if (run->coll.degree != 0)
             qc.coll_tree_degree = run->coll.degree;
         qc.coll_segment = run->coll.segment;
+        qc.coll_bypass = run->coll.bypass;
         if (s->coll_max != 0)
             qc.coll_max = s->coll_max;
         qc.flow = run->flow;
@@ -374,7 +375,8 @@ static int save_restore(scn_runner *run, int r)
     size_t len = 0, len2 = 0;
     int running = scn_coll_running(run, r);
     int rc = quay_engine_save(e, NULL, 0, &len);
-    if (rc == QUAY_EBUSY && running) {
+    /* (with application bypass a schedule may run before its call) */
+    if (rc == QUAY_EBUSY && (running || run->coll.bypass)) {
         run->switches_refused++;
         return 1;
     }
