@@ -1,5 +1,6 @@
 /*
- * quay-sim — run ordering scenarios on the adversarial simulator.
+ * quay-sim — run ordering scenarios on the adversarial simulator, or
+ * (quay-sim tables) print the NIC dissertation's tables from the timed one.
  *
  *   quay-sim [--seed S] [--seeds N] [--trace] scenario.scn
  *       run seeds S .. S+N-1 (default: the single seed 1); --trace prints
@@ -21,10 +22,21 @@
  *   --any  the same with ANY_SOURCE arbitration (rtr_any).
  *   --switches  with flow control: context switches at random points.
  *
+ *   quay-sim tables [--model FILE] [--set key=value]... [--max-n N]
+ *                   [--reps R] [--csv] [--only NAME]... [--only-sim] [--svg DIR]
+ *       the NIC dissertation's tables on nicsim's timed mode: barrier,
+ *       allreduce (host CPU time and utilisation), barrier under skew, MCS
+ *       lock, application-bypass broadcast vs skew and vs N, multi-send,
+ *       single remote atomics, the simulator's speed; host-based vs
+ *       NIC-based, simulated time. --svg DIR also writes SVG charts.
+ *       Options and tables: tools/sim_tables.c. (A scenario file named
+ *       "tables" is run as ./tables.)
+ *
  * Exit status: 0 all runs passed, 1 a check failed, 2 usage / parse error.
  * The scenario language: tests/ordering/README.md.
  */
 #include "scn.h"
+#include "sim_tables.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,7 +48,9 @@ static int usage(void)
     fprintf(stderr,
             "usage: quay-sim [--seed S] [--seeds N] [--exhaustive] "
             "[--max-runs N] [--faults SPEC] [--flow none|acknack|credit] [--rndv copy|get|put|mixed] [--rtr] [--any] [--switches] "
-            "[--trace] scenario.scn\n");
+            "[--trace] scenario.scn\n"
+            "       quay-sim tables [--model FILE] [--set key=value]... [--max-n N] "
+            "[--reps R] [--csv] [--only NAME]... [--only-sim] [--svg DIR]\n");
     return 2;
 }
 
@@ -78,6 +92,8 @@ int main(int argc, char **argv)
     scn_runner *r;
     scn_opts o;
 
+    if (argc > 1 && strcmp(argv[1], "tables") == 0)
+        return sim_tables_main(argc - 1, argv + 1);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             if (num(argv[++i], &seed) != 0)

@@ -12,6 +12,7 @@
  */
 #include "timed.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,19 +131,43 @@ void nicsim_model_default(nicsim_model *m)
     m->nic_buffers = 0;
 }
 
+/* The model's keys: the uint64_t fields, then two 32-bit ones. */
+static const struct model_key {
+    const char *name;
+    size_t off;
+} model_keys[] = {
+#define K(f) {#f, offsetof(nicsim_model, f)}
+    K(host_send_ns), K(host_send_ps), K(host_recv_ns), K(host_recv_ps), K(host_call_ns),
+    K(host_post_ns), K(host_notify_ns), K(host_signal_ns),
+    K(bus_ns),       K(bus_ps),       K(nic_ns),       K(agent_step_ns), K(wire_ns),
+    K(wire_ps),      K(nic_buffers),  K(atomic_host),
+#undef K
+};
+#define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
+
+const char *nicsim_model_key(size_t i) { return i < MODEL_NKEYS ? model_keys[i].name : NULL; }
+
+int nicsim_model_set(nicsim_model *m, const char *key, uint64_t v)
+{
+    for (size_t i = 0; i < MODEL_NKEYS; i++) {
+        if (strcmp(key, model_keys[i].name) != 0)
+            continue;
+        if (strcmp(key, "atomic_host") == 0) {
+            m->atomic_host = (uint32_t)(v != 0); /* a flag */
+        } else if (strcmp(key, "nic_buffers") == 0) {
+            if (v > UINT32_MAX)
+                return -1;
+            m->nic_buffers = (uint32_t)v;
+        } else {
+            memcpy((char *)m + model_keys[i].off, &v, sizeof v);
+        }
+        return 0;
+    }
+    return -1;
+}
+
 int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errlen)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } keys[] = {
-#define K(f) {#f, offsetof(nicsim_model, f)}
-        K(host_send_ns), K(host_send_ps), K(host_recv_ns), K(host_recv_ps), K(host_call_ns),
-        K(host_post_ns), K(host_notify_ns), K(host_signal_ns),
-        K(bus_ns),       K(bus_ps),       K(nic_ns),       K(agent_step_ns), K(wire_ns),
-        K(wire_ps),
-#undef K
-    };
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         snprintf(err, errlen, "%s: cannot open", path);
@@ -165,20 +190,7 @@ int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errle
             fclose(f);
             return -1;
         }
-        int found = 0;
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            if (strcmp(key, keys[i].name) == 0) {
-                memcpy((char *)m + keys[i].off, &(uint64_t){v}, sizeof(uint64_t));
-                found = 1;
-            }
-        if (strcmp(key, "nic_buffers") == 0) {
-            m->nic_buffers = (uint32_t)v;
-            found = 1;
-        }
-        if (strcmp(key, "atomic_host") == 0) {
-            m->atomic_host = (uint32_t)(v != 0);
-            found = 1;
-        }
+        int found = nicsim_model_set(m, key, v) == 0;
         if (!found) {
             snprintf(err, errlen, "%s:%d: unknown key %s", path, lineno, key);
             fclose(f);

@@ -73,6 +73,11 @@ void nicsim_model_default(nicsim_model *m);
  *  a file over *m (unlisted keys keep their values). 0, or -1 with a
  *  message in err. */
 int nicsim_model_load(const char *path, nicsim_model *m, char *err, size_t errlen);
+/** Set one parameter by its key (a field name above): 0, or -1 for an
+ *  unknown key or a value out of range. */
+int nicsim_model_set(nicsim_model *m, const char *key, uint64_t v);
+/** The i-th key (0, 1, ...), NULL past the last. */
+const char *nicsim_model_key(size_t i);
 
 typedef struct tsim tsim;
 

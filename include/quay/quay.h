@@ -338,8 +338,9 @@ typedef struct quay_config {
      *  predefined op: a rank takes in and combines its children's results
      *  as they arrive (binomial tree rooted at rank 0); the call only adds
      *  its own operand and sends on. A sender emits QUAY_ACT_NOTIFY for a
-     *  receiver that forwards or combines in turn, so that an embedder can
-     *  wake a host that is not polling. Every member must agree.
+     *  receiver that forwards in turn (broadcast) or must answer a
+     *  rendezvous (reduce), so that an embedder can wake a host that is
+     *  not polling. Every member must agree.
      *  Default 0. */
     uint32_t coll_bypass;
 } quay_config;

@@ -126,8 +126,11 @@ void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_
     uint32_t fin;
     if (v != 0) {
         uint32_t sent = cs_send(s, tree_binomial_parent(v, n), acc, acc_off, len, sub);
-        if (sent != CS_NONE)
-            s->steps[sent].notify = 1; /* every parent combines: wake it */
+        /* Wake the parent only for a rendezvous: its host must answer the
+         * handshake for the data to move; an eager result waits anyway
+         * and folding it early saves less than an interrupt costs. */
+        if (sent != CS_NONE && len > s->e->cfg.eager_max)
+            s->steps[sent].notify = 1;
         cs_dep(s, mine, sent);
         /* the result, at a root other than rank 0 (after its own operand
          * left: in place, it is in the receive buffer) */
