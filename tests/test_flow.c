@@ -560,6 +560,50 @@ static void t_collective_bypass_failure(void)
     tn_fini(&T);
 }
 
+/* The transport says a peer is gone (quay_on_peer_failed), no flow
+ * control: what waits on it fails at once with QUAY_EPEER, a packet it
+ * sent afterwards is rejected, another peer's traffic and wildcard
+ * receives carry on, a second call changes nothing, and bad ranks are
+ * refused. */
+static void t_transport_peer_failure(void)
+{
+    quay_config c;
+    tn_config(&c, 0, 3);
+    is_int(tn_init(&T, 3, &c), 0);
+    uint8_t b[1000] = {0}, rb[16];
+    quay_req *s_dead, *r_dead, *r_any, *s_live, *r_live;
+    is_int(quay_isend(T.e[0], T.world[0], b, 1000, 1, 0, QUAY_SEND_STANDARD, &s_dead), 0);
+    is_int(quay_irecv(T.e[0], T.world[0], rb, 16, 1, 0, &r_dead), 0);
+    is_int(quay_irecv(T.e[0], T.world[0], rb, 16, QUAY_ANY_SOURCE, 5, &r_any), 0);
+    tn_pull_all(&T); /* rank 1 will never answer the rendezvous */
+    is_int(quay_on_peer_failed(T.e[0], 1), 0);
+    quay_status st;
+    ok(quay_req_test(s_dead, &st) && st.error == QUAY_EPEER);
+    ok(quay_req_test(r_dead, &st) && st.error == QUAY_EPEER);
+    ok(!quay_req_test(r_any, NULL));
+    is_int(quay_on_peer_failed(T.e[0], 1), 0);
+    quay_stats es;
+    quay_engine_stats(T.e[0], &es);
+    is_int((int)es.peers_failed, 1);
+    is_int(quay_on_peer_failed(T.e[0], 0), QUAY_ERANK);
+    is_int(quay_on_peer_failed(T.e[0], 3), QUAY_ERANK);
+    is_int(quay_on_peer_failed(T.e[0], -1), QUAY_ERANK);
+    is_int(quay_on_peer_failed(NULL, 1), QUAY_EINVAL);
+    /* Rank 1's late packet is refused; rank 2 still satisfies the wildcard. */
+    quay_req *late;
+    is_int(quay_isend(T.e[1], T.world[1], b, 8, 0, 5, QUAY_SEND_STANDARD, &late), 0);
+    is_int(quay_isend(T.e[2], T.world[2], b, 8, 0, 5, QUAY_SEND_STANDARD, &s_live), 0);
+    is_int(quay_irecv(T.e[0], T.world[0], rb, 16, 2, 6, &r_live), 0);
+    tn_pump(&T);
+    /* (rank 1's packet went first: had it been taken, it would match) */
+    ok(quay_req_test(r_any, &st) && st.error == 0 && st.source == 2);
+    quay_req_free(T.e[0], s_dead);
+    quay_req_free(T.e[0], r_dead);
+    quay_req_free(T.e[0], r_any);
+    quay_req_free(T.e[0], r_live);
+    tn_fini(&T);
+}
+
 int main(void)
 {
     subtest("normal traffic under ACK/NACK", t_normal);
@@ -569,6 +613,7 @@ int main(void)
     subtest("NACK back-pressure keeps FIFO", t_nack_backpressure);
     subtest("ACKs never starve for a descriptor", t_acks_never_starve);
     subtest("peer failure isolates one peer", t_peer_failure);
+    subtest("the transport reports a peer failed", t_transport_peer_failure);
     subtest("keepalive: silent live peer kept, dead one failed", t_keepalive_receiver);
     subtest("keepalive: sender waiting for a CTS", t_keepalive_sender);
     subtest("collectives: a member dies", t_collective_peer_failure);

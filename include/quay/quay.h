@@ -699,6 +699,17 @@ QUAY_API int quay_on_op_done(quay_engine *e, uint64_t token, int status);
  */
 QUAY_API int quay_on_time(quay_engine *e, uint64_t now_ns);
 
+/**
+ * The transport learned that world rank `peer` is gone: its process
+ * exited, its connection closed, or it sent bytes that are not frames.
+ * Everything that depends on it completes with QUAY_EPEER (sends to it,
+ * receives posted for it, transfers with it, collectives waiting on it),
+ * later packets from it are rejected, and nothing else is touched: the
+ * same as when flow control's retry limit passes. Idempotent. Returns 0,
+ * QUAY_ERANK (out of range, or this rank), QUAY_EINVAL, or a fatal code.
+ */
+QUAY_API int quay_on_peer_failed(quay_engine *e, int32_t peer);
+
 /** Earliest time the engine wants quay_on_time, or QUAY_TIME_NONE. */
 QUAY_API uint64_t quay_next_deadline(const quay_engine *e);
 

@@ -275,7 +275,9 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     if (peer < 0 || peer >= e->nranks)
         return QUAY_EINVAL;
     int rc;
-    if (e->flow) {
+    if (e->peers[peer].failed) {
+        rc = QUAY_ESTATE; /* declared failed: nothing more from it counts */
+    } else if (e->flow) {
         rc = chan_on_packet(e, peer, bytes, len);
         if (rc == CHAN_CONSUMED) {
             e->st.pkts_in++;

@@ -1,5 +1,6 @@
 /*
- * failure.c — a peer declared failed (flow control's retry limit passed).
+ * failure.c — a peer declared failed (flow control's retry limit passed,
+ * or the transport said so: quay_on_peer_failed).
  *
  * Everything that depends on that peer ends with QUAY_EPEER and nothing
  * else is touched: its queued and unacknowledged packets are abandoned,
@@ -87,4 +88,22 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
     arb_peer_failed(e, peer);
     /* Last: releasing descriptors lets the failed requests complete. */
     chan_abandon(e, peer);
+}
+
+int quay_on_peer_failed(quay_engine *e, int32_t peer)
+{
+    if (e == NULL)
+        return QUAY_EINVAL;
+    e = e->root;
+    if (peer < 0 || peer >= e->nranks || peer == e->rank)
+        return QUAY_ERANK;
+    for (uint32_t k = 0; k < e->nchans; k++) {
+        quay_engine *ch = e->chans[k];
+        if (ch->fatal)
+            continue;
+        engine_peer_failed(ch, peer);
+        if (!ql_empty(&ch->coll_ready) || ch->coll_npend != 0)
+            ch->coll_progress(ch); /* failed steps end their schedules */
+    }
+    return e->fatal;
 }
