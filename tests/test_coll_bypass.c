@@ -230,15 +230,6 @@ static int run_case(const run_args *a, uint64_t *bypassed)
     return good;
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define QUAY_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define QUAY_TEST_SANITIZED 1
-#endif
-
 static void t_reduce(void)
 {
 #ifdef QUAY_TEST_SANITIZED
