@@ -1,9 +1,11 @@
 /*
  * test_coll.c — collectives (quay_coll.h) on N engines over nicsim, every
- * link reordering and the scheduler seeded: each algorithm at rank counts
- * 1..17 and 32 (powers of two and not), every root, sizes across the
- * eager/rendezvous boundary, in place and not, commutative and
- * non-commutative ops, checked against results computed here. Also:
+ * link reordering and the scheduler seeded: each algorithm at every rank
+ * count 1..33 (powers of two and not; a shorter list under sanitizers),
+ * several roots, sizes across the eager/rendezvous boundary, in place and
+ * not, commutative and non-commutative ops; then every bcast, reduce and
+ * allreduce algorithm at 64 KiB + 3 B and 1 MiB at a few rank counts; all
+ * checked against results computed here sequentially. Also:
  * barrier semantics (nobody leaves before the last arrives), messages for
  * collectives not yet called (held, then consumed), many collectives in
  * flight on several communicators, argument errors, bounds, and faults.
@@ -164,24 +166,76 @@ static void *fill_operands(int which, int r, size_t count)
     return b;
 }
 
-static int check_result(int which, int n, const uint8_t *b, size_t count)
+/* The sequential reference: acc = acc op x over count elements, acc
+ * holding the lower ranks' reduction (as expected() does per element). */
+static void fold(int which, uint8_t *acc, const uint8_t *x, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (which == OP_SUM_I32) {
+            uint32_t a, b;
+            memcpy(&a, acc + 4 * i, 4);
+            memcpy(&b, x + 4 * i, 4);
+            a += b;
+            memcpy(acc + 4 * i, &a, 4);
+        } else if (which == OP_MAX_F64) {
+            double a, b;
+            memcpy(&a, acc + 8 * i, 8);
+            memcpy(&b, x + 8 * i, 8);
+            if (b > a)
+                memcpy(acc + 8 * i, &b, 8);
+        } else if (which == OP_AFFINE) {
+            uint64_t a, b;
+            memcpy(&a, acc + 8 * i, 8);
+            memcpy(&b, x + 8 * i, 8);
+            a = affine(a, b);
+            memcpy(acc + 8 * i, &a, 8);
+        } else {
+            acc[i] ^= x[i];
+        }
+    }
+}
+
+/* x0 op x1 op ... op x(n-1) of the operand buffers, computed here one
+ * rank after another into *out (malloc'd). Returns 0 if a spot check
+ * against expected() (written independently, element by element) fails,
+ * so that the two cannot drift apart. */
+static int reference(int which, int n, uint8_t *const *sb, size_t count, uint8_t **out)
 {
     size_t es = quay_dtype_size(op_type(which));
+    uint8_t *ref = malloc(count * es + 1);
+    memcpy(ref, sb[0], count * es);
+    for (int r = 1; r < n; r++)
+        fold(which, ref, sb[r], count);
+    *out = ref;
     uint8_t want[8];
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count; i += 1 + count / 7) {
         expected(which, n, i, want);
-        if (memcmp(b + i * es, want, es) != 0) {
-            note("element %zu differs", i);
+        if (memcmp(ref + i * es, want, es) != 0) {
+            note("reference: element %zu disagrees with expected()", i);
             return 0;
         }
     }
     return 1;
 }
 
+static int check_result(int which, const uint8_t *ref, const uint8_t *b, size_t count)
+{
+    size_t es = quay_dtype_size(op_type(which));
+    if (count == 0 || memcmp(b, ref, count * es) == 0)
+        return 1;
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(b + i * es, ref + i * es, es) != 0) {
+            note("element %zu of %zu differs", i, count);
+            break;
+        }
+    return 0;
+}
+
 /* ---- configs ----------------------------------------------------------------- */
 
 typedef struct algs {
-    uint32_t barrier, bcast, allreduce;
+    uint32_t barrier, bcast, reduce, allreduce;
+    int large; /* the large-message pass: the cost model's segment */
 } algs;
 
 static void set_algs(quay_config *c, void *arg)
@@ -189,27 +243,44 @@ static void set_algs(quay_config *c, void *arg)
     const algs *a = arg;
     c->coll_barrier = a->barrier;
     c->coll_bcast = a->bcast;
+    c->coll_reduce = a->reduce;
     c->coll_allreduce = a->allreduce;
     c->coll_tree_degree = 3;
-    c->coll_segment = 700; /* several segments at the sizes below */
+    c->coll_segment = a->large ? 0 : 700; /* several segments at the small sizes */
 }
 
 /* Sanitizer builds run 10x slower: they take the shorter list (memory
- * errors show on few runs; the plain builds cover every size). */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define QUAY_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define QUAY_TEST_SANITIZED 1
-#endif
+ * errors show on few runs; the plain builds cover every rank count
+ * 1..SW_MAX_RANKS). */
 #ifdef QUAY_TEST_SANITIZED
-static const int ns[] = {1, 2, 3, 5, 8, 13, 17};
+static const int ns[] = {1, 2, 3, 5, 8, 13, 17, 33};
+static const int big_ns[] = {3, 33};
 #else
-static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 32};
+static const int ns[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17,
+                         18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+static const int big_ns[] = {2, 5, 16, 33};
 #endif
 #define NNS ((int)(sizeof ns / sizeof ns[0]))
+#define NBIG ((int)(sizeof big_ns / sizeof big_ns[0]))
+
+/* "n = 1..33" or "n = {1, 2, 3, 5, ...}": the rank counts run. */
+static const char *ns_desc(void)
+{
+    static char buf[200];
+    int contiguous = 1;
+    for (int k = 1; k < NNS; k++)
+        contiguous &= ns[k] == ns[k - 1] + 1;
+    if (contiguous) {
+        snprintf(buf, sizeof buf, "n = %d..%d", ns[0], ns[NNS - 1]);
+        return buf;
+    }
+    size_t at = (size_t)snprintf(buf, sizeof buf, "n = {");
+    for (int k = 0; k < NNS && at < sizeof buf; k++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%d", k ? ", " : "", ns[k]);
+    if (at < sizeof buf)
+        snprintf(buf + at, sizeof buf - at, "}");
+    return buf;
+}
 
 /* ---- barrier ----------------------------------------------------------------- */
 
@@ -219,7 +290,7 @@ static void t_barrier(void)
         int good = 1;
         for (int k = 0; k < NNS; k++) {
             int n = ns[k];
-            algs a = {alg, 0, 0};
+            algs a = {.barrier = alg};
             world w;
             if (world_new(&w, n, set_algs, &a) != 0) {
                 good = 0;
@@ -244,11 +315,57 @@ static void t_barrier(void)
             }
             sw_free(&w);
         }
-        ok_msg(good, "barrier algorithm %u: n = 1..32, the last arrival releases everyone", alg);
+        ok_msg(good, "barrier algorithm %u: %s, the last arrival releases everyone", alg,
+               ns_desc());
     }
 }
 
 /* ---- bcast -------------------------------------------------------------------- */
+
+/* Byte i of a broadcast of len bytes from root: position-dependent
+ * (no period), so a segment or chunk landing at the wrong offset shows. */
+static uint8_t bcast_byte(size_t i, size_t len, int root)
+{
+    uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (uint64_t)len * 0xD6E8FEB86659FD93ull ^
+                 (uint64_t)(root + 1) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    h *= 0x94D049BB133111EBull;
+    return (uint8_t)(h >> 56);
+}
+
+/* One broadcast on w: every rank's buffer must equal the pattern, the
+ * byte past the end untouched. */
+static int bcast_case(world *w, size_t len, int root)
+{
+    int n = w->n, good = 1;
+    uint8_t *buf[MAXN], *ref = malloc(len + 1);
+    quay_req *q[MAXN] = {0};
+    for (size_t i = 0; i < len; i++)
+        ref[i] = bcast_byte(i, len, root);
+    for (int r = 0; r < n; r++) {
+        buf[r] = malloc(len + 1);
+        if (r == root) {
+            memcpy(buf[r], ref, len);
+            buf[r][len] = 0;
+        } else {
+            memset(buf[r], 0xEE, len + 1);
+        }
+    }
+    for (int r = 0; r < n; r++)
+        good &= quay_ibcast(w->e[r], w->c[r], buf[r], len, root, &q[r]) == 0;
+    good &= sw_run(w) == NICSIM_RUN_IDLE;
+    good &= all_good(w, q, n);
+    for (int r = 0; r < n; r++) {
+        if ((len != 0 && memcmp(buf[r], ref, len) != 0) ||
+            buf[r][len] != (r == root ? 0 : 0xEE)) {
+            note("n %d len %zu root %d: rank %d wrong", n, len, root, r);
+            good = 0;
+        }
+        free(buf[r]);
+    }
+    free(ref);
+    return good;
+}
 
 static void t_bcast(void)
 {
@@ -257,7 +374,7 @@ static void t_bcast(void)
         int good = 1, runs = 0;
         for (int k = 0; k < NNS && good; k++) {
             int n = ns[k];
-            algs a = {0, alg, 0};
+            algs a = {.bcast = alg};
             world w;
             if (world_new(&w, n, set_algs, &a) != 0) {
                 good = 0;
@@ -266,37 +383,17 @@ static void t_bcast(void)
             for (size_t z = 0; z < sizeof sizes / sizeof sizes[0] && good; z++) {
                 int roots[3] = {0, n - 1, n / 2};
                 for (int ri = 0; ri < 3 && good; ri++) {
-                    size_t len = sizes[z];
-                    int root = roots[ri];
-                    uint8_t *buf[MAXN];
-                    quay_req *q[MAXN] = {0};
-                    for (int r = 0; r < n; r++) {
-                        buf[r] = malloc(len + 1);
-                        memset(buf[r], r == root ? 0 : 0xEE, len + 1);
-                        if (r == root)
-                            for (size_t i = 0; i < len; i++)
-                                buf[r][i] = (uint8_t)(i * 31 + len + (size_t)root);
+                    if (!bcast_case(&w, sizes[z], roots[ri])) {
+                        note("bcast algorithm %u failed", alg);
+                        good = 0;
                     }
-                    for (int r = 0; r < n; r++)
-                        good &= quay_ibcast(w.e[r], w.c[r], buf[r], len, root, &q[r]) == 0;
-                    good &= sw_run(&w) == NICSIM_RUN_IDLE;
-                    good &= all_good(&w, q, n);
-                    for (int r = 0; r < n; r++) {
-                        if (memcmp(buf[r], buf[root], len) != 0 ||
-                            buf[r][len] != (r == root ? 0 : 0xEE)) {
-                            note("alg %u n %d len %zu root %d: rank %d wrong", alg, n, len,
-                                 root, r);
-                            good = 0;
-                        }
-                    }
-                    for (int r = 0; r < n; r++)
-                        free(buf[r]);
                     runs++;
                 }
             }
             sw_free(&w);
         }
-        ok_msg(good, "bcast algorithm %u: %d runs (n, size, root) correct", alg, runs);
+        ok_msg(good, "bcast algorithm %u: %d runs (%s, 0..20000 B, 3 roots) correct", alg,
+               runs, ns_desc());
     }
 }
 
@@ -316,6 +413,9 @@ static int reduce_case(world *w, int which, size_t count, int root, int in_place
         if (in_place && (all || r == root))
             memcpy(rb[r], sb[r], count * es);
     }
+    uint8_t *ref;
+    if (!reference(which, n, sb, count, &ref))
+        good = 0;
     for (int r = 0; r < n; r++) {
         const void *s = in_place && (all || r == root) ? QUAY_IN_PLACE : sb[r];
         int rc = all ? quay_iallreduce(w->e[r], w->c[r], s, rb[r], count, op_type(which), &op,
@@ -331,7 +431,7 @@ static int reduce_case(world *w, int which, size_t count, int root, int in_place
     good &= all_good(w, q, n);
     for (int r = 0; r < n; r++) {
         if (all || r == root) {
-            if (!check_result(which, n, rb[r], count)) {
+            if (!check_result(which, ref, rb[r], count)) {
                 note("op %d n %d count %zu root %d in_place %d all %d: rank %d wrong", which,
                      n, count, root, in_place, all, r);
                 good = 0;
@@ -342,6 +442,7 @@ static int reduce_case(world *w, int which, size_t count, int root, int in_place
         free(sb[r]);
         free(rb[r]);
     }
+    free(ref);
     return good;
 }
 
@@ -350,8 +451,9 @@ static void t_reduce(void)
     static const size_t counts[] = {0, 1, 3, 40, 700};
     int good = 1, runs = 0;
     for (int k = 0; k < NNS && good; k++) {
+        algs a = {.reduce = QUAY_REDUCE_BINOMIAL}; /* the only one */
         world w;
-        if (world_new(&w, ns[k], NULL, NULL) != 0) {
+        if (world_new(&w, ns[k], set_algs, &a) != 0) {
             good = 0;
             break;
         }
@@ -364,7 +466,8 @@ static void t_reduce(void)
                     }
         sw_free(&w);
     }
-    ok_msg(good, "reduce: %d runs (n, op, count, root, in place) in rank order", runs);
+    ok_msg(good, "reduce (binomial): %d runs (%s, 4 ops, 0..700 elements, roots, in place "
+                 "or not) in rank order", runs, ns_desc());
     ok_msg(user_calls > 0, "the user op was called (%d times)", user_calls);
 }
 
@@ -374,7 +477,7 @@ static void t_allreduce(void)
     for (uint32_t alg = 1; alg <= 3; alg++) {
         int good = 1, runs = 0;
         for (int k = 0; k < NNS && good; k++) {
-            algs a = {0, 0, alg};
+            algs a = {.allreduce = alg};
             world w;
             if (world_new(&w, ns[k], set_algs, &a) != 0) {
                 good = 0;
@@ -388,20 +491,88 @@ static void t_allreduce(void)
                     }
             sw_free(&w);
         }
-        ok_msg(good, "allreduce algorithm %u: %d runs (n, op, count, in place) correct%s", alg,
-               runs, alg == 1 ? "" : " (non-commutative: recursive doubling)");
+        ok_msg(good, "allreduce algorithm %u: %d runs (%s, 4 ops, 0..2000 elements, in place "
+                     "or not) correct%s", alg, runs, ns_desc(),
+               alg == 1 ? "" : " (non-commutative: recursive doubling)");
     }
     /* The automatic choice at each size. */
     int good = 1;
     for (int k = 0; k < NNS && good; k++) {
         world w;
-        if (world_new(&w, ns[k], NULL, NULL) != 0)
+        if (world_new(&w, ns[k], NULL, NULL) != 0) {
+            good = 0;
             break;
-        for (size_t count = 1; count <= 300000 && good; count *= 7)
+        }
+        /* The largest (470 KB) only at the rank counts of the older list:
+         * the large-message pass below covers every algorithm beyond it. */
+        size_t top = ns[k] <= 9 || ns[k] % 16 <= 1 || ns[k] == 11 || ns[k] == 13 ? 300000 : 20000;
+        for (size_t count = 1; count <= top && good; count *= 7)
             good &= reduce_case(&w, OP_SUM_I32, count, 0, 0, 1);
         sw_free(&w);
     }
-    ok_msg(good, "allreduce, automatic choice: 1 .. 117649 elements");
+    ok_msg(good, "allreduce, automatic choice: %s, 1 .. 16807 elements (117649 at n <= 9, "
+                 "11, 13, 16, 17, 32, 33)", ns_desc());
+}
+
+/* ---- large messages ------------------------------------------------------------- */
+
+/* Every bcast, reduce and allreduce algorithm at 64 KiB + 3 B and 1 MiB
+ * (count = bytes / element size, rounded down) at a few rank counts, the
+ * segment from the cost model. The ops rotate so that each one appears
+ * at 1 MiB at every n (one op per reduction run: the affine user op is
+ * non-commutative, so it always gets recursive doubling); roots and in
+ * place vary. */
+static void t_large(void)
+{
+    static const size_t bytes[] = {65536 + 3, 1048576};
+    int bad = 0, runs = 0, op_seen[NOPS] = {0};
+    for (int k = 0; k < NBIG; k++) {
+        int n = big_ns[k];
+        for (size_t z = 0; z < sizeof bytes / sizeof bytes[0]; z++) {
+            size_t len = bytes[z];
+            int root = (int)(z + (size_t)k) % 2 ? n - 1 : n / 2;
+            for (uint32_t alg = 1; alg <= 4; alg++) {
+                algs a = {.bcast = alg, .large = 1};
+                world w;
+                if (world_new(&w, n, set_algs, &a) != 0 || !bcast_case(&w, len, root)) {
+                    note("bcast algorithm %u n %d len %zu root %d failed", alg, n, len, root);
+                    bad++;
+                }
+                sw_free(&w);
+                runs++;
+            }
+            /* Reduce (binomial), then allreduce algorithms 1..3. */
+            for (uint32_t alg = 0; alg <= 3; alg++) {
+                /* At the largest n the byte op (a million elements, the
+                 * most per-element work) goes to reduce, whose tree
+                 * reduces each element n - 1 times in all; recursive
+                 * doubling would do it n log n times. */
+                int which = (int)(alg + 3 + (uint32_t)(NBIG - 1 - k) + (uint32_t)z) % NOPS;
+                size_t count = len / quay_dtype_size(op_type(which));
+                int ip = (int)(alg + (uint32_t)k) % 2;
+                algs a = alg == 0 ? (algs){.reduce = QUAY_REDUCE_BINOMIAL, .large = 1}
+                                  : (algs){.allreduce = alg, .large = 1};
+                world w;
+                if (world_new(&w, n, set_algs, &a) != 0 ||
+                    !reduce_case(&w, which, count, alg == 0 ? root : 0, ip, alg != 0)) {
+                    note("%s algorithm %u n %d op %d count %zu failed",
+                         alg == 0 ? "reduce" : "allreduce", alg ? alg : 1, n, which, count);
+                    bad++;
+                }
+                sw_free(&w);
+                if (len == 1048576)
+                    op_seen[which]++;
+                runs++;
+            }
+        }
+    }
+    ok_msg(bad == 0, "%d large runs (64 KiB + 3 B and 1 MiB; every bcast algorithm, reduce, "
+                     "every allreduce algorithm) match the sequential reference (%d failed)",
+           runs, bad);
+    int all_ops = 1;
+    for (int i = 0; i < NOPS; i++)
+        all_ops &= op_seen[i] > 0;
+    ok_msg(all_ops, "every op ran at 1 MiB");
 }
 
 /* ---- early messages, concurrency, several communicators ------------------------ */
@@ -582,8 +753,8 @@ static void t_bypass(void)
             runs++;
         }
     }
-    ok_msg(good, "%d runs (n = 1..32, 100 B eager and 5000 B rendezvous): %llu broadcasts "
-                 "forwarded before their call, every buffer right", runs,
+    ok_msg(good, "%d runs (%s, 100 B eager and 5000 B rendezvous): %llu broadcasts "
+                 "forwarded before their call, every buffer right", runs, ns_desc(),
            (unsigned long long)bypassed);
 }
 
@@ -730,6 +901,7 @@ int main(void)
     subtest("bcast", t_bcast);
     subtest("reduce", t_reduce);
     subtest("allreduce", t_allreduce);
+    subtest("large messages", t_large);
     subtest("early messages, concurrency, communicators", t_concurrent);
     subtest("application bypass", t_bypass);
     subtest("multi-send", t_multi);
