@@ -1,0 +1,111 @@
+/*
+ * quay_rt.h — run one quay engine in a real process, over a transport.
+ *
+ * A program started by quayrun (tools/quayrun.c) creates its runtime from
+ * the environment, gets the engine and the world communicator, makes quay
+ * calls as usual and waits with qrt_wait, which drives the engine: it
+ * pulls every action and executes it on the transport, delivers arriving
+ * packets, and tells the engine the time. It spins for a short while, then
+ * blocks in the transport until something arrives, so ranks that
+ * outnumber the cores do not starve each other.
+ *
+ *     qrt *rt;
+ *     if (qrt_init(NULL, &rt) != 0) return 1;
+ *     quay_engine *e = qrt_engine(rt);
+ *     quay_req *r;
+ *     quay_irecv(e, qrt_world(rt), buf, sizeof buf, QUAY_ANY_SOURCE, 0, &r);
+ *     quay_status st;
+ *     qrt_wait(rt, r, &st);
+ *     quay_req_free(e, r);
+ *     return qrt_finalize(rt) == 0 ? 0 : 1;
+ *
+ * Environment (set by quayrun; see also the transport's own knobs):
+ *   QUAY_RANK, QUAY_SIZE   this rank and the world size (both absent: a
+ *                          singleton, rank 0 of 1)
+ *   QUAY_TRANSPORT         "shm" (default); "tcp" is not built yet
+ *   QUAY_EAGER_MAX         quay_config.eager_max (bytes)
+ *   QUAY_FRAG_SIZE         quay_config.frag_size (bytes)
+ *   QUAY_RNDV              auto | copy | get | put (quay_config.rndv_mode)
+ *   QUAY_SPIN              idle progress polls before blocking (default 64)
+ *
+ * One runtime per process; it is not thread-safe (the engine's contract),
+ * and it installs no signal handlers and starts no threads.
+ */
+#ifndef QUAY_RT_H
+#define QUAY_RT_H
+
+#include <stdint.h>
+
+#include <quay/quay.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qrt qrt;
+
+/**
+ * Create the runtime from the environment: open the transport (for shm,
+ * attach the segment quayrun made and meet every other rank there), then
+ * create the engine and the world communicator (context id 0, identity
+ * map; use other context ids for your own communicators).
+ *
+ * `base` (may be NULL for quay_config_default) is copied; the runtime sets
+ * rank, nranks and transport_caps, applies the QUAY_* knobs above, and,
+ * when `base` is NULL and the transport can do single-copy transfers,
+ * raises frag_size to 512 KiB (fewer round trips per large message).
+ * Returns 0, QUAY_EINVAL (bad environment; a message went to stderr),
+ * QUAY_ENOTSUP (transport not available), QUAY_EPEER (a rank died during
+ * start-up), or the engine's error.
+ */
+int qrt_init(const quay_config *base, qrt **prt);
+
+/** The engine (channel 0) and the world communicator. */
+quay_engine *qrt_engine(qrt *rt);
+quay_comm *qrt_world(qrt *rt);
+int32_t qrt_rank(const qrt *rt);
+int32_t qrt_size(const qrt *rt);
+/** The QUAY_CAP_* flags the engine was given (e.g. whether rendezvous
+ *  data moves single-copy: QUAY_CAP_RDMA_GET). */
+uint32_t qrt_caps(const qrt *rt);
+/** The transport's name ("shm"). */
+const char *qrt_transport_name(const qrt *rt);
+
+/**
+ * One step of progress: execute every action the engine has, deliver what
+ * has arrived (a packet the engine answers QUAY_EAGAIN stays with the
+ * transport and is offered again on later steps), learn about failed
+ * peers (quay_on_peer_failed) and call quay_on_time when the engine's
+ * deadline has passed. If nothing at all happened and timeout_ns > 0,
+ * block in the transport for up to timeout_ns (or until the engine's
+ * deadline) and step again. Returns 1 if anything happened, 0 if not, or
+ * the engine's fatal code.
+ */
+int qrt_progress(qrt *rt, int64_t timeout_ns);
+
+/**
+ * Progress until `req` is complete, then fill *st (may be NULL). The
+ * request is not freed. Returns 0, or the engine's fatal code. A request
+ * waiting on a peer that died completes with status.error = QUAY_EPEER.
+ */
+int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
+
+/** qrt_wait for each of reqs[0..n); sts may be NULL. */
+int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);
+
+/**
+ * Shut down: finish executing what the engine and the transport still
+ * hold, tell every peer that this rank sends nothing more, keep serving
+ * peers (their packets, their single-copy requests) until each has said
+ * the same or has failed, then free the engine, the communicator and the
+ * transport. Every request should be complete and freed before (MPI's
+ * rule); packets that arrive for nobody are dropped. Returns 0, or the
+ * engine's fatal code (everything is freed either way). NULL is ok.
+ */
+int qrt_finalize(qrt *rt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUAY_RT_H */

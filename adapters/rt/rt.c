@@ -1,0 +1,449 @@
+/*
+ * rt.c — the runtime: one engine, one transport, the pump loop between
+ * them (quay_rt.h).
+ */
+#include "quay_rt.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qrt_env.h"
+#include "qrt_shm.h"
+#include "qrt_transport.h"
+
+/* A blocked wait sleeps at most this long per step; the transport wakes
+ * it earlier on any arrival (and caps it at its own liveness interval). */
+#define RT_BLOCK_NS (100 * 1000 * 1000LL)
+#define RT_SPIN_DEFAULT 64
+/* Single-copy transports move rendezvous data in frag_size pieces, one
+ * request/reply each: larger pieces, fewer round trips. */
+#define RT_FRAG_RDMA (512u * 1024u)
+
+enum { PEER_OPEN = 0, PEER_BYE = 1, PEER_FAILED = 2 };
+
+struct qrt {
+    quay_engine *e;
+    quay_comm *world;
+    qrt_transport *t;
+    qrt_sink sink;
+    int32_t rank;
+    int32_t size;
+    uint32_t spin;        /* idle polls before blocking */
+    uint64_t outstanding; /* SEND / RDMA actions the transport still holds */
+    int finalizing;       /* refused packets are dropped, not kept */
+    uint64_t dropped;
+    uint8_t *peer;        /* PEER_* per world rank */
+    int32_t peers_open;   /* peers that neither said bye nor failed */
+    int fatal;            /* the engine's fatal code, once seen */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void note_rc(qrt *rt, int rc)
+{
+    if (rc <= QUAY_ERR_FATAL && rt->fatal == 0)
+        rt->fatal = rc;
+}
+
+/* ---- the sink: what the transport tells us ------------------------------------------ */
+
+static int sink_packet(void *ctx, int32_t peer, const void *bytes, size_t len)
+{
+    qrt *rt = ctx;
+    int rc = quay_on_packet(rt->e, peer, bytes, len);
+    if (rc == QUAY_EAGAIN) {
+        /* Nobody will receive after finalize: keeping it would only
+         * block the peer's bye behind it. */
+        if (!rt->finalizing)
+            return QUAY_EAGAIN;
+        rt->dropped++;
+        return 0;
+    }
+    note_rc(rt, rc); /* EPROTO / ESTATE: the engine dropped it */
+    return 0;
+}
+
+static void sink_op_done(void *ctx, uint64_t token, int status)
+{
+    qrt *rt = ctx;
+    rt->outstanding--;
+    note_rc(rt, quay_on_op_done(rt->e, token, status));
+}
+
+static int sink_mem_resolve(void *ctx, uint64_t key, uint64_t offset, uint64_t len,
+                            uint32_t access, void **addr)
+{
+    qrt *rt = ctx;
+    return quay_mem_resolve(rt->e, key, offset, len, access, addr);
+}
+
+static int sink_mem_atomic(void *ctx, uint64_t key, uint64_t offset, uint32_t op,
+                           uint64_t operand, uint64_t compare, uint64_t *old)
+{
+    qrt *rt = ctx;
+    return quay_mem_atomic(rt->e, key, offset, op, operand, compare, old);
+}
+
+static void peer_close(qrt *rt, int32_t peer, uint8_t how)
+{
+    if (peer < 0 || peer >= rt->size || peer == rt->rank || rt->peer[peer] != PEER_OPEN)
+        return;
+    rt->peer[peer] = how;
+    rt->peers_open--;
+}
+
+static void sink_peer_bye(void *ctx, int32_t peer)
+{
+    peer_close(ctx, peer, PEER_BYE);
+}
+
+static void sink_peer_failed(void *ctx, int32_t peer)
+{
+    qrt *rt = ctx;
+    peer_close(rt, peer, PEER_FAILED);
+    note_rc(rt, quay_on_peer_failed(rt->e, peer));
+}
+
+/* ---- executing actions -------------------------------------------------------------- */
+
+static void do_send(qrt *rt, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
+                    uint64_t token)
+{
+    int rc = rt->t->ops->send(rt->t, peer, iov, iovcnt, token);
+    if (rc == 0) {
+        rt->outstanding++;
+        return;
+    }
+    note_rc(rt, quay_on_op_done(rt->e, token, rc == 1 ? 0 : rc));
+}
+
+static void run_action(qrt *rt, const quay_action *a)
+{
+    switch (a->kind) {
+    case QUAY_ACT_SEND:
+        do_send(rt, a->peer, a->iov, a->iovcnt, a->token);
+        break;
+    case QUAY_ACT_SEND_MULTI: {
+        /* Not advertised (no QUAY_CAP_MULTI_SEND), but cheap to honour:
+         * one packet per destination, same payload. */
+        quay_iov iov[QUAY_ACTION_IOV_MAX];
+        uint32_t extra = a->nmulti < QUAY_MULTI_MAX ? a->nmulti : QUAY_MULTI_MAX;
+        do_send(rt, a->peer, a->iov, a->iovcnt, a->token);
+        for (uint32_t i = 0; i < extra; i++) {
+            iov[0] = a->multi[i].hdr;
+            if (a->iovcnt > 1)
+                iov[1] = a->iov[1];
+            do_send(rt, a->multi[i].peer, iov, a->iovcnt, a->multi[i].token);
+        }
+        break;
+    }
+    case QUAY_ACT_RDMA_GET:
+    case QUAY_ACT_RDMA_PUT:
+    case QUAY_ACT_RDMA_ATOMIC: {
+        int rc = rt->t->ops->rdma(rt->t, a);
+        if (rc < 0)
+            note_rc(rt, quay_on_op_done(rt->e, a->token, rc));
+        else
+            rt->outstanding++;
+        break;
+    }
+    default:
+        /* COMPLETE: waiters use quay_req_test. NOTIFY: every frame
+         * already rings the receiver's doorbell. */
+        break;
+    }
+}
+
+/* Execute every action the engine has now. Returns how many, or fatal. */
+static int pump(qrt *rt)
+{
+    quay_action a;
+    int n = 0, rc;
+    while ((rc = quay_next_action(rt->e, &a)) == 1) {
+        run_action(rt, &a);
+        n++;
+    }
+    note_rc(rt, rc);
+    return n;
+}
+
+/* quay_on_time once the engine's deadline has passed. */
+static void tick(qrt *rt)
+{
+    uint64_t dl = quay_next_deadline(rt->e);
+    if (dl == QUAY_TIME_NONE)
+        return;
+    uint64_t now = now_ns();
+    if (now >= dl)
+        note_rc(rt, quay_on_time(rt->e, now));
+}
+
+int qrt_progress(qrt *rt, int64_t timeout_ns)
+{
+    int work, rc;
+    if (rt == NULL)
+        return QUAY_EINVAL;
+    if (rt->fatal)
+        return rt->fatal;
+    work = pump(rt);
+    rc = rt->t->ops->poll(rt->t, 0);
+    work += rc > 0 ? rc : 0;
+    tick(rt);
+    work += pump(rt);
+    if (work == 0 && timeout_ns > 0 && !rt->fatal) {
+        int64_t block = timeout_ns;
+        uint64_t dl = quay_next_deadline(rt->e);
+        if (dl != QUAY_TIME_NONE) {
+            uint64_t now = now_ns();
+            uint64_t left = dl > now ? dl - now : 0;
+            if ((uint64_t)block > left)
+                block = (int64_t)left;
+        }
+        rc = rt->t->ops->poll(rt->t, block);
+        work += rc > 0 ? rc : 0;
+        tick(rt);
+        work += pump(rt);
+    }
+    if (rt->fatal)
+        return rt->fatal;
+    return work > 0;
+}
+
+/* One idle step of a wait: poll `spin` times (yielding the core in the
+ * second half, since ranks may outnumber cores), then block. */
+static int wait_step(qrt *rt, uint32_t *idle)
+{
+    int rc = qrt_progress(rt, *idle >= rt->spin ? RT_BLOCK_NS : 0);
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        *idle = 0;
+    } else if (*idle < rt->spin) {
+        (*idle)++;
+        if (*idle > rt->spin / 2)
+            sched_yield();
+    }
+    return 0;
+}
+
+int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
+{
+    uint32_t idle = 0;
+    if (rt == NULL || req == NULL)
+        return QUAY_EINVAL;
+    while (!quay_req_test(req, st)) {
+        int rc = wait_step(rt, &idle);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts)
+{
+    for (int i = 0; i < n; i++) {
+        int rc = qrt_wait(rt, reqs[i], sts != NULL ? &sts[i] : NULL);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- creation and shutdown ---------------------------------------------------------- */
+
+static int env_rank(int32_t *rank, int32_t *size)
+{
+    uint64_t r = 0, n = 1;
+    int hr = qrt_env_u64("QUAY_RANK", 0, INT32_MAX - 1, &r);
+    int hn = qrt_env_u64("QUAY_SIZE", 1, INT32_MAX, &n);
+    if (hr < 0 || hn < 0)
+        return QUAY_EINVAL;
+    if (hr != hn || r >= n) {
+        fprintf(stderr, "quay: QUAY_RANK and QUAY_SIZE must both be set, with rank < size "
+                        "(start the program with quayrun)\n");
+        return QUAY_EINVAL;
+    }
+    *rank = (int32_t)r;
+    *size = (int32_t)n;
+    return 0;
+}
+
+static int env_config(quay_config *cfg)
+{
+    uint64_t v;
+    int h;
+    if ((h = qrt_env_u64("QUAY_EAGER_MAX", 0, 1u << 30, &v)) < 0)
+        return QUAY_EINVAL;
+    if (h == 0)
+        cfg->eager_max = (size_t)v;
+    if ((h = qrt_env_u64("QUAY_FRAG_SIZE", 1, 1u << 30, &v)) < 0)
+        return QUAY_EINVAL;
+    if (h == 0)
+        cfg->frag_size = (size_t)v;
+    const char *m = getenv("QUAY_RNDV");
+    if (m != NULL && *m != '\0') {
+        static const char *const names[] = {"auto", "copy", "get", "put"};
+        static const uint32_t modes[] = {QUAY_RNDV_AUTO, QUAY_RNDV_COPY, QUAY_RNDV_GET,
+                                         QUAY_RNDV_PUT};
+        size_t i;
+        for (i = 0; i < 4 && strcmp(m, names[i]) != 0; i++)
+            ;
+        if (i == 4) {
+            fprintf(stderr, "quay: QUAY_RNDV=\"%s\": expected auto, copy, get or put\n", m);
+            return QUAY_EINVAL;
+        }
+        cfg->rndv_mode = modes[i];
+    }
+    return 0;
+}
+
+static int open_transport(qrt *rt)
+{
+    const char *name = getenv("QUAY_TRANSPORT");
+    if (name == NULL || *name == '\0' || strcmp(name, "shm") == 0)
+        return qrt_shm_open(rt->rank, rt->size, &rt->sink, &rt->t);
+    if (strcmp(name, "tcp") == 0) {
+        fprintf(stderr, "quay: QUAY_TRANSPORT=tcp: the TCP transport is not built yet\n");
+        return QUAY_ENOTSUP;
+    }
+    fprintf(stderr, "quay: QUAY_TRANSPORT=\"%s\": unknown transport (known: shm)\n", name);
+    return QUAY_EINVAL;
+}
+
+static void rt_free(qrt *rt)
+{
+    if (rt->t != NULL)
+        rt->t->ops->close(rt->t);
+    quay_engine_free(rt->e); /* frees the world communicator too */
+    free(rt->peer);
+    free(rt);
+}
+
+int qrt_init(const quay_config *base, qrt **prt)
+{
+    quay_config cfg;
+    uint64_t spin = RT_SPIN_DEFAULT;
+    qrt *rt;
+    int rc;
+    if (prt == NULL)
+        return QUAY_EINVAL;
+    *prt = NULL;
+    rt = calloc(1, sizeof *rt);
+    if (rt == NULL)
+        return QUAY_ENOMEM;
+    rc = env_rank(&rt->rank, &rt->size);
+    if (rc == 0 && qrt_env_u64("QUAY_SPIN", 0, 1u << 30, &spin) < 0)
+        rc = QUAY_EINVAL;
+    rt->spin = (uint32_t)spin;
+    if (rc == 0) {
+        rt->peer = calloc((size_t)rt->size, 1);
+        rt->peers_open = rt->size - 1;
+        if (rt->peer == NULL)
+            rc = QUAY_ENOMEM;
+    }
+    rt->sink = (qrt_sink){rt,
+                          sink_packet,
+                          sink_op_done,
+                          sink_mem_resolve,
+                          sink_mem_atomic,
+                          sink_peer_bye,
+                          sink_peer_failed};
+    if (rc == 0)
+        rc = open_transport(rt);
+    if (rc == 0) {
+        if (base != NULL) {
+            cfg = *base;
+        } else {
+            quay_config_default(&cfg);
+            if (rt->t->caps & (QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT))
+                cfg.frag_size = RT_FRAG_RDMA;
+        }
+        cfg.rank = rt->rank;
+        cfg.nranks = rt->size;
+        cfg.transport_caps = rt->t->caps;
+        rc = env_config(&cfg);
+    }
+    if (rc == 0)
+        rc = quay_engine_new(&cfg, &rt->e);
+    if (rc == 0)
+        rc = quay_comm_create(rt->e, 0, rt->size, NULL, &rt->world);
+    if (rc != 0) {
+        if (rc != QUAY_EINVAL && rc != QUAY_ENOTSUP)
+            fprintf(stderr, "quay rank %d: start-up failed: %s\n", (int)rt->rank,
+                    quay_strerror(rc));
+        rt_free(rt);
+        return rc;
+    }
+    *prt = rt;
+    return 0;
+}
+
+quay_engine *qrt_engine(qrt *rt)
+{
+    return rt != NULL ? rt->e : NULL;
+}
+
+quay_comm *qrt_world(qrt *rt)
+{
+    return rt != NULL ? rt->world : NULL;
+}
+
+int32_t qrt_rank(const qrt *rt)
+{
+    return rt != NULL ? rt->rank : -1;
+}
+
+int32_t qrt_size(const qrt *rt)
+{
+    return rt != NULL ? rt->size : -1;
+}
+
+uint32_t qrt_caps(const qrt *rt)
+{
+    return rt != NULL ? rt->t->caps : 0;
+}
+
+const char *qrt_transport_name(const qrt *rt)
+{
+    return rt != NULL ? rt->t->ops->name : "";
+}
+
+int qrt_finalize(qrt *rt)
+{
+    uint32_t idle = 0;
+    int rc = 0;
+    if (rt == NULL)
+        return 0;
+    rt->finalizing = 1;
+    /* 1. Everything this rank still has to send leaves (or its peer
+     *    fails): a bye must come after the last frame. (Each step ends
+     *    with a pump, so nothing is left in the engine either.) */
+    do
+        rc = wait_step(rt, &idle);
+    while (rc == 0 && rt->outstanding > 0);
+    /* 2. Bye, then serve the peers until each has said bye or failed:
+     *    none of them still needs this rank after that. Our own byes
+     *    must be out too, or a peer would take our exit for a failure. */
+    if (rc == 0)
+        rc = rt->t->ops->bye(rt->t);
+    idle = 0;
+    while (rc == 0 && (rt->peers_open > 0 || rt->t->ops->busy(rt->t)))
+        rc = wait_step(rt, &idle);
+    if (rt->dropped > 0)
+        fprintf(stderr,
+                "quay rank %d: finalize dropped %llu packets nobody received "
+                "(unexpected-message budget full)\n",
+                (int)rt->rank, (unsigned long long)rt->dropped);
+    if (rc == 0)
+        rc = rt->fatal;
+    rt_free(rt);
+    return rc;
+}

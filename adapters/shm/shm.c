@@ -1,0 +1,596 @@
+/*
+ * shm.c — the shm transport: open / close, frames out through the rings
+ * (and the queues behind them), frames in, poll and blocking (shm.h).
+ */
+#include "shm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "qrt_env.h"
+#include "shm_futex.h"
+
+#define SHM_POLL_MS_DEFAULT 20
+#define SHM_DRAIN_BATCH 64
+/* A singleton (no quayrun) makes its own, small segment. */
+#define SHM_SOLO_RING 4096u
+
+/* ---- frames out ---------------------------------------------------------------------- */
+
+/* Copy bytes [off, off + n) of the item's frame to dst. */
+static void gather(const shm_item *it, size_t off, uint8_t *dst, size_t n)
+{
+    if (it->iovcnt == 0) {
+        memcpy(dst, it->inl + off, n);
+        return;
+    }
+    for (uint32_t i = 0; i < it->iovcnt && n > 0; i++) {
+        size_t l = it->iov[i].len;
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        size_t c = l - off < n ? l - off : n;
+        memcpy(dst, (const uint8_t *)it->iov[i].base + off, c);
+        dst += c;
+        n -= c;
+        off = 0;
+    }
+}
+
+/* Write as much of the frame as fits, in records of at most `chunk`
+ * bytes (SHM_F_MORE on all but the last); *nrec counts the records
+ * written. 1 when all of it is in. */
+static int write_frame(qshm_ring *r, shm_item *it, uint32_t chunk, int *nrec)
+{
+    do {
+        size_t left = it->total - it->sent;
+        uint32_t n = left < chunk ? (uint32_t)left : chunk;
+        uint8_t *dst = qshm_ring_reserve(r, n);
+        if (dst == NULL)
+            return 0;
+        gather(it, it->sent, dst, n);
+        it->sent += n;
+        qshm_ring_commit(r, it->type, it->sent < it->total ? SHM_F_MORE : 0, n);
+        (*nrec)++;
+    } while (it->sent < it->total);
+    return 1;
+}
+
+static void queue_push(shm_queue *q, shm_item *it)
+{
+    it->next = NULL;
+    if (q->tail != NULL)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+}
+
+static shm_item *queue_pop(shm_queue *q)
+{
+    shm_item *it = q->head;
+    if (it != NULL) {
+        q->head = it->next;
+        if (q->head == NULL)
+            q->tail = NULL;
+    }
+    return it;
+}
+
+static int queue_copy(shm_queue *q, const shm_item *src)
+{
+    shm_item *it = malloc(sizeof *it);
+    if (it == NULL)
+        return QUAY_ENOMEM;
+    *it = *src;
+    queue_push(q, it);
+    return 0;
+}
+
+static uint32_t ctl_chunk(const shm_peer *p)
+{
+    return qshm_ring_max_record(&p->out_ctl);
+}
+
+int shm_send_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t len)
+{
+    shm_peer *p = &t->peers[peer];
+    shm_item it;
+    memset(&it, 0, sizeof it);
+    it.type = type;
+    it.total = len;
+    memcpy(it.inl, bytes, len);
+    int nrec = 0;
+    if (p->q_ctl.head == NULL && write_frame(&p->out_ctl, &it, ctl_chunk(p), &nrec)) {
+        qshm_doorbell_ring(p->slot);
+        return 0;
+    }
+    t->want_space = 1;
+    return queue_copy(&p->q_ctl, &it);
+}
+
+static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
+                    uint64_t token)
+{
+    shm_t *t = (shm_t *)tp;
+    shm_item it;
+    if (peer < 0 || peer >= tp->size || peer == tp->rank || iovcnt < 1 ||
+        iovcnt > QUAY_ACTION_IOV_MAX)
+        return QUAY_EINVAL;
+    shm_peer *p = &t->peers[peer];
+    if (p->state != SHM_LIVE)
+        return QUAY_EPEER;
+    memset(&it, 0, sizeof it);
+    it.type = SHM_PKT;
+    it.iovcnt = iovcnt;
+    it.has_token = 1;
+    it.token = token;
+    for (uint32_t i = 0; i < iovcnt; i++) {
+        it.iov[i] = iov[i];
+        it.total += iov[i].len;
+    }
+    /* Behind queued frames, order demands the queue. Otherwise a frame
+     * that fits one record goes straight into the ring, the common case:
+     * one copy, no allocation. */
+    int nrec = 0;
+    if (p->q_pkt.head == NULL && it.total <= t->max_chunk &&
+        write_frame(&p->out_pkt, &it, t->max_chunk, &nrec)) {
+        qshm_doorbell_ring(p->slot);
+        return 1;
+    }
+    /* Queued first (a larger frame too, so that an allocation failure
+     * never leaves half a frame in the ring), then flushed by poll. */
+    if (queue_copy(&p->q_pkt, &it) != 0)
+        return QUAY_ENOMEM;
+    t->want_space = 1;
+    return 0;
+}
+
+/* Move one queue's frames into its ring while they fit (a large one
+ * perhaps only in part). Returns the records written. */
+static int flush_queue(shm_t *t, shm_queue *q, qshm_ring *r, uint32_t chunk)
+{
+    int nrec = 0;
+    shm_item *it;
+    while ((it = q->head) != NULL) {
+        if (!write_frame(r, it, chunk, &nrec)) {
+            /* Ask the consumer for a doorbell once it frees room; then
+             * look once more, in case it freed it meanwhile. */
+            atomic_store(&r->ctl->want_space, 1);
+            atomic_thread_fence(memory_order_seq_cst);
+            if (!write_frame(r, it, chunk, &nrec))
+                break;
+        }
+        queue_pop(q);
+        if (it->has_token)
+            t->base.sink->op_done(t->base.sink->ctx, it->token, 0);
+        free(it);
+    }
+    return nrec;
+}
+
+int shm_flush_peer(shm_t *t, int32_t peer)
+{
+    shm_peer *p = &t->peers[peer];
+    int nrec = flush_queue(t, &p->q_ctl, &p->out_ctl, ctl_chunk(p));
+    nrec += flush_queue(t, &p->q_pkt, &p->out_pkt, t->max_chunk);
+    /* Every record counts, a fragment too: the consumer must come for
+     * it to make room for the rest. */
+    if (nrec > 0)
+        qshm_doorbell_ring(p->slot);
+    return nrec;
+}
+
+void shm_drop_queues(shm_t *t, int32_t peer)
+{
+    shm_peer *p = &t->peers[peer];
+    shm_queue *qs[2] = {&p->q_ctl, &p->q_pkt};
+    for (int k = 0; k < 2; k++) {
+        shm_item *it;
+        while ((it = queue_pop(qs[k])) != NULL) {
+            if (it->has_token)
+                t->base.sink->op_done(t->base.sink->ctx, it->token, QUAY_EPEER);
+            free(it);
+        }
+    }
+}
+
+static int shm_bye(qrt_transport *tp)
+{
+    shm_t *t = (shm_t *)tp;
+    shm_item it;
+    memset(&it, 0, sizeof it);
+    it.type = SHM_BYE;
+    for (int32_t r = 0; r < tp->size; r++) {
+        if (r == tp->rank || t->peers[r].state != SHM_LIVE)
+            continue;
+        /* Queued, so that it follows everything already waiting. */
+        if (queue_copy(&t->peers[r].q_pkt, &it) != 0)
+            return QUAY_ENOMEM;
+    }
+    t->want_space = 1;
+    return 0;
+}
+
+/* ---- frames in ----------------------------------------------------------------------- */
+
+/* The consumer freed room in `r` (from peer): ring the producer's
+ * doorbell if it asked for it (the other half of flush_queue's fence). */
+static void room_freed(qshm_ring *r, shm_peer *p)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&r->ctl->want_space, memory_order_relaxed) &&
+        atomic_exchange(&r->ctl->want_space, 0))
+        qshm_doorbell_ring(p->slot);
+}
+
+static int deliver(shm_t *t, int32_t peer, const void *b, size_t n)
+{
+    return t->base.sink->packet(t->base.sink->ctx, peer, b, n);
+}
+
+/* A ring holds something that cannot be a record: the peer is broken. */
+static void ring_garbage(shm_t *t, int32_t peer)
+{
+    fprintf(stderr, "quay shm rank %d: garbage in the ring from rank %d; treating it as failed\n",
+            (int)t->base.rank, (int)peer);
+    t->peers[peer].state = SHM_FAILED;
+    shm_drop_queues(t, peer);
+    shm_rdma_fail_peer(t, peer);
+    t->base.sink->peer_failed(t->base.sink->ctx, peer);
+}
+
+static int asm_append(shm_peer *p, const qshm_rec *rec)
+{
+    if (p->asm_len + rec->len > p->asm_cap) {
+        size_t cap = p->asm_cap ? p->asm_cap : 65536;
+        while (cap < p->asm_len + rec->len)
+            cap *= 2;
+        uint8_t *b = realloc(p->asm_buf, cap);
+        if (b == NULL)
+            return QUAY_ENOMEM;
+        p->asm_buf = b;
+        p->asm_cap = cap;
+    }
+    memcpy(p->asm_buf + p->asm_len, rec->data, rec->len);
+    p->asm_len += rec->len;
+    return 0;
+}
+
+/* Engine packets and the bye from `peer`, in order, up to `batch`
+ * records. A packet the engine refuses stays where it is (in the ring, or
+ * assembled) and stops this peer until the next poll. */
+static int drain_pkt(shm_t *t, int32_t peer, uint32_t batch)
+{
+    shm_peer *p = &t->peers[peer];
+    qshm_rec rec;
+    int work = 0, consumed = 0;
+    if (p->asm_ready) {
+        if (deliver(t, peer, p->asm_buf, p->asm_len) == QUAY_EAGAIN)
+            return 0;
+        p->asm_ready = 0;
+        p->asm_len = 0;
+        work++;
+    }
+    for (uint32_t i = 0; i < batch && p->state != SHM_FAILED; i++) {
+        int rc = qshm_ring_peek(&p->in_pkt, &rec);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            ring_garbage(t, peer);
+            break;
+        }
+        if (rec.type == SHM_PKT && ((rec.flags & SHM_F_MORE) || p->asm_len > 0)) {
+            if (asm_append(p, &rec) != 0) {
+                fprintf(stderr, "quay shm rank %d: out of memory reassembling a packet\n",
+                        (int)t->base.rank);
+                break; /* try again on the next poll */
+            }
+            qshm_ring_consume(&p->in_pkt, &rec);
+            consumed = 1;
+            work++;
+            if (rec.flags & SHM_F_MORE)
+                continue;
+            if (deliver(t, peer, p->asm_buf, p->asm_len) == QUAY_EAGAIN) {
+                p->asm_ready = 1;
+                break;
+            }
+            p->asm_len = 0;
+            continue;
+        }
+        if (rec.type == SHM_PKT && deliver(t, peer, rec.data, rec.len) == QUAY_EAGAIN)
+            break; /* zero copy: it is offered again from the ring */
+        qshm_ring_consume(&p->in_pkt, &rec);
+        consumed = 1;
+        work++;
+        if (rec.type == SHM_BYE && !p->got_bye) {
+            p->got_bye = 1;
+            t->base.sink->peer_bye(t->base.sink->ctx, peer);
+        }
+    }
+    if (consumed)
+        room_freed(&p->in_pkt, p);
+    return work;
+}
+
+/* RDMA requests and replies from `peer`: always taken at once (they
+ * never wait for the engine), up to `batch`. */
+static int drain_ctl(shm_t *t, int32_t peer, uint32_t batch)
+{
+    shm_peer *p = &t->peers[peer];
+    qshm_rec rec;
+    uint8_t copy[64];
+    int work = 0;
+    for (uint32_t i = 0; i < batch && p->state != SHM_FAILED; i++) {
+        int rc = qshm_ring_peek(&p->in_ctl, &rec);
+        if (rc == 0)
+            break;
+        if (rc < 0 || rec.len > sizeof copy) {
+            ring_garbage(t, peer);
+            break;
+        }
+        /* Copy out and release first: serving may take long (a large
+         * copy) and the reply goes the other way anyway. */
+        memcpy(copy, rec.data, rec.len);
+        rec.data = copy;
+        qshm_ring_consume(&p->in_ctl, &rec);
+        work++;
+        shm_rdma_record(t, peer, &rec);
+    }
+    if (work > 0)
+        room_freed(&p->in_ctl, p);
+    return work;
+}
+
+int shm_drain_dead(shm_t *t, int32_t peer)
+{
+    shm_peer *p = &t->peers[peer];
+    /* The producer is gone: everything it published is final. */
+    drain_ctl(t, peer, UINT32_MAX);
+    drain_pkt(t, peer, UINT32_MAX);
+    return p->got_bye || qshm_ring_holds(&p->in_pkt, SHM_BYE);
+}
+
+/* One pass over every peer: flush, then take in. */
+static int poll_once(shm_t *t)
+{
+    int work = shm_peers_check(t, 0);
+    if (t->want_space) {
+        int waiting = 0;
+        for (int32_t r = 0; r < t->base.size; r++) {
+            shm_peer *p = &t->peers[r];
+            if (p->q_ctl.head == NULL && p->q_pkt.head == NULL)
+                continue;
+            work += shm_flush_peer(t, r);
+            waiting |= p->q_ctl.head != NULL || p->q_pkt.head != NULL;
+        }
+        t->want_space = waiting;
+    }
+    for (int32_t r = 0; r < t->base.size; r++) {
+        if (r == t->base.rank || t->peers[r].state == SHM_FAILED)
+            continue;
+        work += drain_ctl(t, r, t->drain_batch);
+        work += drain_pkt(t, r, t->drain_batch);
+    }
+    return work;
+}
+
+static int shm_poll(qrt_transport *tp, int64_t timeout_ns)
+{
+    shm_t *t = (shm_t *)tp;
+    int work = poll_once(t);
+    if (work > 0 || timeout_ns <= 0)
+        return work;
+    /* Doorbell protocol (shm_futex.h): read the word, say we may sleep,
+     * look once more, then sleep only if the word has not moved. */
+    uint32_t seq = atomic_load(&t->me->doorbell);
+    atomic_store(&t->me->sleeping, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    work = poll_once(t);
+    if (work == 0)
+        qshm_futex_wait(&t->me->doorbell, seq,
+                        timeout_ns < t->poll_ns ? timeout_ns : t->poll_ns);
+    atomic_store(&t->me->sleeping, 0);
+    if (work == 0) {
+        work = poll_once(t);
+        /* Idle for a whole sleep: a peer may have died where quayrun
+         * cannot see it (pidfds tell). */
+        if (work == 0)
+            work = shm_peers_check(t, 1);
+    }
+    return work;
+}
+
+static int shm_busy(const qrt_transport *tp)
+{
+    return ((const shm_t *)tp)->want_space;
+}
+
+static void shm_wake(qrt_transport *tp)
+{
+    qshm_doorbell_ring(((shm_t *)tp)->me);
+}
+
+/* ---- open / close -------------------------------------------------------------------- */
+
+static void shm_close(qrt_transport *tp)
+{
+    shm_t *t = (shm_t *)tp;
+    if (t == NULL)
+        return;
+    if (t->peers != NULL) {
+        shm_peers_unwatch(t);
+        for (int32_t r = 0; r < tp->size; r++) {
+            shm_peer *p = &t->peers[r];
+            shm_queue *qs[2] = {&p->q_ctl, &p->q_pkt};
+            for (int k = 0; k < 2; k++) {
+                shm_item *it;
+                while ((it = queue_pop(qs[k])) != NULL)
+                    free(it);
+            }
+            free(p->asm_buf);
+        }
+    }
+    shm_rdma_free(t);
+    free(t->peers);
+    qshm_seg_detach(&t->seg);
+    free(t);
+}
+
+static int shm_rdma_op(qrt_transport *tp, const quay_action *a)
+{
+    return shm_rdma_start((shm_t *)tp, a);
+}
+
+static const qrt_transport_ops shm_ops = {
+    "shm", shm_send, shm_rdma_op, shm_poll, shm_wake, shm_bye, shm_busy, shm_close,
+};
+
+/* Start-up barrier k: every rank has arrived, or one exited first. */
+static int barrier(shm_t *t, int k)
+{
+    qshm_header *h = t->seg.hdr;
+    uint32_t n = h->nranks;
+    uint32_t v = atomic_fetch_add(&h->arrived[k], 1) + 1;
+    if (v >= n) {
+        qshm_futex_wake(&h->arrived[k]);
+        return 0;
+    }
+    for (;;) {
+        v = atomic_load(&h->arrived[k]);
+        if (v >= n)
+            return 0;
+        for (uint32_t r = 0; r < n; r++) {
+            if (atomic_load(&qshm_seg_slot(&t->seg, r)->state) == QSHM_SLOT_EXITED) {
+                fprintf(stderr, "quay shm rank %d: rank %u exited during start-up\n",
+                        (int)t->base.rank, r);
+                return QUAY_EPEER;
+            }
+        }
+        qshm_futex_wait(&h->arrived[k], v, t->poll_ns);
+    }
+}
+
+static int attach(shm_t *t)
+{
+    uint64_t fd = 0;
+    int h = qrt_env_u64("QUAY_SHM_FD", 0, INT_MAX, &fd);
+    int rc;
+    if (h < 0)
+        return QUAY_EINVAL;
+    if (h == 1) {
+        if (t->base.size != 1) {
+            fprintf(stderr, "quay shm: QUAY_SHM_FD is not set: start the program with quayrun\n");
+            return QUAY_EINVAL;
+        }
+        int f;
+        rc = qshm_seg_create(1, SHM_SOLO_RING, SHM_SOLO_RING, &t->seg, &f);
+        if (rc == 0)
+            close(f);
+    } else {
+        rc = qshm_seg_attach((int)fd, (uint32_t)t->base.size, &t->seg);
+        /* The mapping keeps the segment; the fd is not needed any more. */
+        if (rc == 0)
+            close((int)fd);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "quay shm rank %d: cannot attach the segment (fd %d): %s\n",
+                (int)t->base.rank, (int)fd, strerror(-rc));
+        return QUAY_EINVAL;
+    }
+    return 0;
+}
+
+static void init_peers(shm_t *t)
+{
+    const qshm_seg *s = &t->seg;
+    uint32_t me = (uint32_t)t->base.rank;
+    for (uint32_t r = 0; r < (uint32_t)t->base.size; r++) {
+        shm_peer *p = &t->peers[r];
+        p->slot = qshm_seg_slot(s, r);
+        p->pidfd = -1;
+        if (r == me)
+            continue;
+        qshm_ring_init(&p->out_pkt, qshm_seg_pkt_ctl(s, me, r), qshm_seg_pkt_data(s, me, r),
+                       s->hdr->ring_bytes, 1);
+        qshm_ring_init(&p->out_ctl, qshm_seg_ctl_ctl(s, me, r), qshm_seg_ctl_data(s, me, r),
+                       s->hdr->ctl_bytes, 1);
+        qshm_ring_init(&p->in_pkt, qshm_seg_pkt_ctl(s, r, me), qshm_seg_pkt_data(s, r, me),
+                       s->hdr->ring_bytes, 0);
+        qshm_ring_init(&p->in_ctl, qshm_seg_ctl_ctl(s, r, me), qshm_seg_ctl_data(s, r, me),
+                       s->hdr->ctl_bytes, 0);
+    }
+}
+
+int qrt_shm_open(int32_t rank, int32_t size, const qrt_sink *sink, qrt_transport **pt)
+{
+    uint64_t poll_ms = SHM_POLL_MS_DEFAULT;
+    shm_t *t;
+    int rc;
+    *pt = NULL;
+    /* Yama (ptrace_scope 1) lets only ancestors use process_vm_* on us:
+     * open that to the sibling ranks. Harmless where Yama is absent. */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    if (qrt_env_u64("QUAY_SHM_POLL_MS", 1, 60000, &poll_ms) < 0)
+        return QUAY_EINVAL;
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return QUAY_ENOMEM;
+    t->base.ops = &shm_ops;
+    t->base.sink = sink;
+    t->base.rank = rank;
+    t->base.size = size;
+    t->poll_ns = (int64_t)poll_ms * 1000000;
+    t->drain_batch = SHM_DRAIN_BATCH;
+    t->free_op = UINT32_MAX;
+    t->probe_word = QSHM_MAGIC ^ (uint64_t)rank;
+    rc = attach(t);
+    if (rc != 0) {
+        free(t);
+        return rc;
+    }
+    t->peers = calloc((size_t)size, sizeof *t->peers);
+    if (t->peers == NULL) {
+        shm_close(&t->base);
+        return QUAY_ENOMEM;
+    }
+    init_peers(t);
+    t->me = t->peers[rank].slot;
+    t->max_chunk = (uint32_t)(t->seg.hdr->ring_bytes / 2 - QSHM_REC_HDR); /* as the ring's */
+    t->epoch_seen = atomic_load(&t->seg.hdr->epoch);
+
+    /* Publish who we are, meet everyone, probe single copy, meet again:
+     * after the second barrier every rank reads the same verdict. */
+    atomic_store(&t->me->pid, (int32_t)getpid());
+    atomic_store(&t->me->probe_addr, (uint64_t)(uintptr_t)&t->probe_word);
+    atomic_store(&t->me->state, QSHM_SLOT_ATTACHED);
+    rc = barrier(t, 0);
+    if (rc == 0) {
+        shm_peers_watch(t);
+        shm_rdma_probe(t);
+        rc = barrier(t, 1);
+    }
+    if (rc != 0) {
+        shm_close(&t->base);
+        return rc;
+    }
+    t->base.caps = QUAY_CAP_ORDERED | QUAY_CAP_RDMA_ATOMIC;
+    if (atomic_load(&t->seg.hdr->rdma_ok))
+        t->base.caps |= QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
+    else if (rank == 0 && atomic_load(&t->seg.hdr->rdma_errno) != 0)
+        fprintf(stderr,
+                "quay shm: single-copy transfers are not available (process_vm_readv "
+                "between ranks failed: %s); large messages go through the shared rings "
+                "instead. Yama's ptrace_scope, a seccomp filter or a missing "
+                "CAP_SYS_PTRACE can cause this; QUAY_SHM_RDMA=0 turns the probe off.\n",
+                strerror(atomic_load(&t->seg.hdr->rdma_errno)));
+    *pt = &t->base;
+    return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * shm_futex.h — sleeping on a shared 32-bit word, and the doorbell
+ * protocol built on it.
+ *
+ * Doorbell (one per rank, qshm_slot.doorbell). A sender publishes a frame
+ * (ring head, release), then qshm_doorbell_ring: bump the word and, if the
+ * owner said it may sleep, FUTEX_WAKE it. The owner, before sleeping:
+ * reads the word, sets `sleeping`, looks at its rings once more, and only
+ * then FUTEX_WAITs for the word to change. Fences on both sides make sure
+ * that either the sender sees `sleeping` (and wakes) or the owner sees the
+ * frame (and does not sleep); the futex itself returns at once if the word
+ * moved after it was read. Every wait has a timeout as well, so even a
+ * wake lost to a bug costs bounded time, never a hang.
+ */
+#ifndef QUAY_SHM_FUTEX_H
+#define QUAY_SHM_FUTEX_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "shm_seg.h"
+
+/** Sleep while *w == expect, for at most timeout_ns (> 0). Returns at
+ *  once if *w != expect. Spurious returns are possible. */
+void qshm_futex_wait(_Atomic uint32_t *w, uint32_t expect, int64_t timeout_ns);
+
+/** Wake every process sleeping on w. */
+void qshm_futex_wake(_Atomic uint32_t *w);
+
+/** Tell `s`'s owner that something arrived (after publishing it). */
+void qshm_doorbell_ring(qshm_slot *s);
+
+#endif /* QUAY_SHM_FUTEX_H */

@@ -1,0 +1,257 @@
+/*
+ * shm_rdma.c — single-copy transfers: the engine's RDMA_GET / RDMA_PUT /
+ * RDMA_ATOMIC actions, executed by the TARGET rank (shm.h).
+ *
+ * The initiator knows (peer, key, offset); only the target's engine knows
+ * which address that is (quay_mem_resolve). So the initiator sends a
+ * request on the ctl ring: op, key, offset, length, the address of its own
+ * buffer, and a cookie naming the action. The target resolves the key and
+ * moves the bytes itself with process_vm_writev (GET: its region into the
+ * initiator's buffer) or process_vm_readv (PUT: the initiator's buffer
+ * into its region) — one copy, no staging — or runs the atomic
+ * (quay_mem_atomic, one at a time since the target is single-threaded),
+ * and replies with (cookie, status, old value). The initiator then gives
+ * the engine its op_done. A refused key travels back as the status.
+ *
+ * process_vm_* needs ptrace permission over the other rank: at start-up
+ * every rank tries to read a known word of its neighbour; if any fails,
+ * no rank advertises QUAY_CAP_RDMA_GET / PUT and the engine moves
+ * rendezvous data in DATA packets through the rings instead. Atomics do
+ * not copy across processes and always work.
+ */
+#include "shm.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "qrt_env.h"
+
+/* Request and reply, between processes of one build on one host: fixed
+ * width fields in host order, checked for length before use. */
+typedef struct rdma_req {
+    uint32_t op;  /* QUAY_ACT_RDMA_GET / _PUT / _ATOMIC */
+    uint32_t aop; /* QUAY_ATOMIC_* */
+    uint64_t cookie;
+    uint64_t key;
+    uint64_t offset;
+    uint64_t len;
+    uint64_t local; /* the initiator's buffer */
+    uint64_t operand;
+    uint64_t compare;
+} rdma_req;
+
+typedef struct rdma_done {
+    uint64_t cookie;
+    int32_t status;
+    uint32_t zero;
+    uint64_t old; /* atomics: the word's previous value */
+} rdma_done;
+
+_Static_assert(sizeof(rdma_req) <= 64 && sizeof(rdma_done) <= 64, "ctl frames fit shm_item.inl");
+
+/* The initiator died while we served it: nobody to reply to. */
+#define VM_GONE 1
+
+/* Copy len bytes between our `local` and `remote` in process `pid`. 0,
+ * VM_GONE, or a QUAY_E* status for the initiator. */
+static int vm_copy(pid_t pid, void *local, uint64_t remote, uint64_t len, int to_remote)
+{
+    uint8_t *l = local;
+    while (len > 0) {
+        struct iovec li = {l, (size_t)len};
+        struct iovec ri = {(void *)(uintptr_t)remote, (size_t)len};
+        ssize_t n = to_remote ? process_vm_writev(pid, &li, 1, &ri, 1, 0)
+                              : process_vm_readv(pid, &li, 1, &ri, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == ESRCH)
+            return VM_GONE;
+        if (n < 0 && (errno == EPERM || errno == ENOSYS))
+            return QUAY_ENOTSUP;
+        if (n <= 0)
+            return QUAY_EINVAL; /* EFAULT: a bad buffer on either side */
+        l += n;
+        remote += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    return 0;
+}
+
+void shm_rdma_probe(shm_t *t)
+{
+    qshm_header *h = t->seg.hdr;
+    uint64_t on = 1;
+    int err = 0;
+    if (qrt_env_u64("QUAY_SHM_RDMA", 0, 1, &on) < 0)
+        on = 0;
+    if (on && t->base.size > 1) {
+        int32_t sib = (t->base.rank + 1) % t->base.size;
+        qshm_slot *s = t->peers[sib].slot;
+        uint64_t v = 0;
+        struct iovec li = {&v, sizeof v};
+        struct iovec ri = {(void *)(uintptr_t)atomic_load(&s->probe_addr), sizeof v};
+        ssize_t n = process_vm_readv((pid_t)atomic_load(&s->pid), &li, 1, &ri, 1, 0);
+        if (n < 0)
+            err = errno;
+        else if (n != (ssize_t)sizeof v || v != (QSHM_MAGIC ^ (uint64_t)sib))
+            err = EIO;
+    }
+    if (!on || err != 0) {
+        int32_t zero = 0;
+        if (err != 0)
+            atomic_compare_exchange_strong(&h->rdma_errno, &zero, err);
+        atomic_store(&h->rdma_ok, 0);
+    }
+}
+
+/* ---- the initiator's table of actions in flight ------------------------------------- */
+
+static int op_alloc(shm_t *t, uint32_t *idx)
+{
+    if (t->free_op == UINT32_MAX) {
+        uint32_t n = t->nops ? t->nops * 2 : 64;
+        shm_op *ops = realloc(t->ops, (size_t)n * sizeof *ops);
+        if (ops == NULL)
+            return QUAY_ENOMEM;
+        memset(ops + t->nops, 0, (size_t)(n - t->nops) * sizeof *ops);
+        for (uint32_t i = n; i-- > t->nops;) {
+            ops[i].next = t->free_op;
+            t->free_op = i;
+        }
+        t->ops = ops;
+        t->nops = n;
+    }
+    *idx = t->free_op;
+    t->free_op = t->ops[*idx].next;
+    t->ops[*idx].used = 1;
+    t->ops[*idx].gen++;
+    return 0;
+}
+
+static void op_free(shm_t *t, uint32_t idx)
+{
+    t->ops[idx].used = 0;
+    t->ops[idx].next = t->free_op;
+    t->free_op = idx;
+}
+
+int shm_rdma_start(shm_t *t, const quay_action *a)
+{
+    int32_t peer = a->peer;
+    int atomic = a->kind == QUAY_ACT_RDMA_ATOMIC;
+    uint32_t idx;
+    if (peer < 0 || peer >= t->base.size || peer == t->base.rank ||
+        (a->rdma.local == NULL && (atomic || a->rdma.len != 0)))
+        return QUAY_EINVAL;
+    if (!atomic && !(t->base.caps & (a->kind == QUAY_ACT_RDMA_GET ? QUAY_CAP_RDMA_GET
+                                                                  : QUAY_CAP_RDMA_PUT)))
+        return QUAY_ENOTSUP;
+    if (t->peers[peer].state != SHM_LIVE)
+        return QUAY_EPEER;
+    if (op_alloc(t, &idx) != 0)
+        return QUAY_ENOMEM;
+    shm_op *o = &t->ops[idx];
+    o->token = a->token;
+    o->local = a->rdma.local;
+    o->peer = peer;
+    o->atomic = (uint8_t)atomic;
+    rdma_req q = {(uint32_t)a->kind,
+                  a->atomic.op,
+                  ((uint64_t)o->gen << 32) | idx,
+                  a->rdma.key,
+                  a->rdma.offset,
+                  atomic ? 8 : a->rdma.len,
+                  (uint64_t)(uintptr_t)a->rdma.local,
+                  a->atomic.operand,
+                  a->atomic.compare};
+    if (shm_send_ctl(t, peer, SHM_RDMA_REQ, &q, sizeof q) != 0) {
+        op_free(t, idx);
+        return QUAY_ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- target side ----------------------------------------------------------------------- */
+
+static void serve(shm_t *t, int32_t peer, const rdma_req *q)
+{
+    const qrt_sink *k = t->base.sink;
+    pid_t pid = t->peers[peer].pid;
+    rdma_done d = {q->cookie, 0, 0, 0};
+    void *addr = NULL;
+    int rc;
+    switch (q->op) {
+    case QUAY_ACT_RDMA_GET:
+    case QUAY_ACT_RDMA_PUT: {
+        int get = q->op == QUAY_ACT_RDMA_GET;
+        rc = k->mem_resolve(k->ctx, q->key, q->offset, q->len,
+                            get ? QUAY_MEM_READ : QUAY_MEM_WRITE, &addr);
+        if (rc == 0)
+            rc = vm_copy(pid, addr, q->local, q->len, get);
+        break;
+    }
+    case QUAY_ACT_RDMA_ATOMIC:
+        rc = k->mem_atomic(k->ctx, q->key, q->offset, q->aop, q->operand, q->compare, &d.old);
+        break;
+    default:
+        rc = QUAY_EINVAL;
+        break;
+    }
+    if (rc == VM_GONE)
+        return;
+    d.status = rc;
+    (void)shm_send_ctl(t, peer, SHM_RDMA_DONE, &d, sizeof d);
+}
+
+static void finish(shm_t *t, int32_t peer, const rdma_done *d)
+{
+    uint32_t idx = (uint32_t)d->cookie;
+    if (idx >= t->nops || !t->ops[idx].used || t->ops[idx].gen != (uint32_t)(d->cookie >> 32) ||
+        t->ops[idx].peer != peer)
+        return; /* stale or forged: nothing of ours */
+    shm_op *o = &t->ops[idx];
+    uint64_t token = o->token;
+    if (o->atomic && d->status == 0)
+        memcpy(o->local, &d->old, sizeof d->old);
+    op_free(t, idx);
+    t->base.sink->op_done(t->base.sink->ctx, token, d->status);
+}
+
+int shm_rdma_record(shm_t *t, int32_t peer, const qshm_rec *rec)
+{
+    if (rec->type == SHM_RDMA_REQ && rec->len == sizeof(rdma_req)) {
+        rdma_req q;
+        memcpy(&q, rec->data, sizeof q);
+        serve(t, peer, &q);
+        return 1;
+    }
+    if (rec->type == SHM_RDMA_DONE && rec->len == sizeof(rdma_done)) {
+        rdma_done d;
+        memcpy(&d, rec->data, sizeof d);
+        finish(t, peer, &d);
+        return 1;
+    }
+    return 0;
+}
+
+void shm_rdma_fail_peer(shm_t *t, int32_t peer)
+{
+    for (uint32_t i = 0; i < t->nops; i++) {
+        if (!t->ops[i].used || t->ops[i].peer != peer)
+            continue;
+        uint64_t token = t->ops[i].token;
+        op_free(t, i);
+        t->base.sink->op_done(t->base.sink->ctx, token, QUAY_EPEER);
+    }
+}
+
+void shm_rdma_free(shm_t *t)
+{
+    free(t->ops);
+    t->ops = NULL;
+    t->nops = 0;
+    t->free_op = UINT32_MAX;
+}
