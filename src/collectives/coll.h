@@ -63,10 +63,11 @@ typedef struct coll_sched {
     uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
     uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
     uint8_t ended;     /* early, failed before its call: kept for the call */
-    size_t bypass_len; /* early: the length the arrival said */
+    size_t bypass_len; /* early: the length the arrival said (bypass reduce: always) */
     int32_t bypass_root; /* early bcast: the root the arrival said */
-    uint32_t byp_own;  /* early reduce: "mine op children's", after the gate */
-    uint32_t byp_final;/* early reduce: the result's last move, set by the call */
+    uint32_t byp_own;  /* bypass reduce: "mine op children's", or CS_NONE */
+    uint32_t byp_final;/* bypass reduce: the result's last move (a placeholder
+                          until coll_reduce_bypass_claim) */
     quay_engine *e;
     quay_req *ureq;    /* the user's request (RK_COLL) */
     quay_comm *comm;   /* the collective twin: every message goes here */
@@ -128,8 +129,9 @@ void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
  *  coll_reduce_bypass_claim. */
 void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_place,
                               int early);
-/** The call of an early bypass reduce: where its own operand is and where
- *  the result goes. */
+/** A bypass reduce's own operand and result placement, on its
+ *  placeholders: by the build when the call built it, by the call when an
+ *  arrival did (before the gate opens). */
 void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place);
 /** The sub-tag of a bypass reduce's partial results. */
 uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt);

@@ -78,11 +78,11 @@ uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt)
  * root, if not rank 0, receives the result from rank 0: one hop more than
  * the plain tree, the price of not knowing the root before the call.
  *
- * Early (built at an arrival): the steps after the gate do not know yet
- * where the own operand is (in place at the root or not) nor where the
- * result goes; they are placeholders (byp_own reads the send buffer, the
- * final move is a join) that the call sets (coll_reduce_bypass_claim)
- * before it opens the gate. */
+ * Where the own operand is (in place at the root or not) and where the
+ * result goes are set by coll_reduce_bypass_claim on placeholders (byp_own
+ * reads the send buffer, the final move is a join): at once when the call
+ * builds the schedule; at the call, before it opens the gate, when an
+ * arrival built it (early). */
 void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_place,
                               int early)
 {
@@ -123,7 +123,9 @@ void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_
         cs_dep(s, s->gate, mine);
     }
     s->byp_own = nk > 0 ? mine : CS_NONE;
-    uint32_t fin;
+    /* The result's last move: a join that coll_reduce_bypass_claim turns
+     * into what the root needs (now, or at the call if early). */
+    uint32_t fin = cs_join(s);
     if (v != 0) {
         uint32_t sent = cs_send(s, tree_binomial_parent(v, n), acc, acc_off, len, sub);
         /* Wake the parent only for a rendezvous: its host must answer the
@@ -132,28 +134,29 @@ void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_
         if (sent != CS_NONE && len > s->e->cfg.eager_max)
             s->steps[sent].notify = 1;
         cs_dep(s, mine, sent);
-        /* the result, at a root other than rank 0 (after its own operand
-         * left: in place, it is in the receive buffer) */
-        fin = early ? cs_join(s) : v == root ? cs_recv(s, 0, CB_RECV, 0, len, 1) : CS_NONE;
+        /* (at a root other than rank 0, the result comes after its own
+         * operand left: in place, it is in the receive buffer) */
         cs_dep(s, sent, fin);
     } else {
-        fin = early ? cs_join(s)
-              : root == 0 ? cs_copy(s, CB_RECV, 0, acc, acc_off, len)
-                          : cs_send(s, root, acc, acc_off, len, 1);
         cs_dep(s, mine, fin);
     }
     s->byp_final = fin;
+    s->bypass_len = len;
+    if (!early)
+        coll_reduce_bypass_claim(s, root, in_place);
 }
 
 void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place)
 {
     size_t len = s->bypass_len;
+    if (s->err != 0 || s->byp_final == CS_NONE)
+        return; /* building failed: the schedule is discarded */
     if (s->byp_own != CS_NONE && in_place && s->rank == root)
         s->steps[s->byp_own].buf2 = CB_RECV;
-    coll_step *f = &s->steps[s->byp_final];
     if (s->rank != 0 && s->rank != root)
         return; /* the placeholder stays a join */
-    /* (an early schedule has children, so its result is in the last slot) */
+    coll_step *f = &s->steps[s->byp_final];
+    /* (rank 0 has children, so its result is in the last slot) */
     size_t acc_off = s->tmp_len - len;
     f->len = len;
     if (s->rank != 0) {

@@ -341,9 +341,8 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         e->st.bad_checksum++;
         return QUAY_EPROTO;
     }
+    /* (a failed peer's packets never get here: quay_on_packet) */
     peer_state *ps = &e->peers[peer];
-    if (ps->failed)
-        return QUAY_ESTATE;
     uint8_t kind = b[1];
     uint16_t flags = wire_get16(b + 2);
     uint32_t seq = wire_get32(b + 4);
