@@ -1,14 +1,24 @@
 /*
  * quayrun — start N ranks of a quay program on this host.
  *
- *   quayrun -n N [--transport shm] [--grace SECONDS] [--] prog [args...]
+ *   quayrun -n N [--transport shm|tcp] [--grace SECONDS] [--] prog [args...]
  *
- * It makes the shared segment (a memfd: nothing to clean up however the
- * job ends), forks and execs N copies of prog with QUAY_RANK, QUAY_SIZE,
- * QUAY_TRANSPORT=shm and QUAY_SHM_FD set, and waits. SIGINT, SIGTERM and
- * SIGHUP sent to quayrun are passed on to the ranks. When a rank ends, its
- * slot in the segment is marked, so that ranks waiting on it learn at once
- * (and complete with QUAY_EPEER instead of hanging). If a rank fails
+ * shm (the default): it makes the shared segment (a memfd: nothing to
+ * clean up however the job ends), forks and execs N copies of prog with
+ * QUAY_RANK, QUAY_SIZE, QUAY_TRANSPORT=shm and QUAY_SHM_FD set, and waits.
+ * When a rank ends, its slot in the segment is marked, so that ranks
+ * waiting on it learn at once (and complete with QUAY_EPEER instead of
+ * hanging).
+ *
+ * tcp: it makes one listening socket per rank (on QUAY_TCP_ADDR, default
+ * 127.0.0.1), so every address is known before any rank starts: each rank
+ * gets its own socket (QUAY_TCP_FD), every rank's address (QUAY_TCP_PEERS)
+ * and a random job cookie (QUAY_TCP_JOB), and connects to the others
+ * itself (adapters/sockets). A rank that dies closes its connections,
+ * which is how the others learn.
+ *
+ * SIGINT, SIGTERM and SIGHUP sent to quayrun are passed on to the ranks.
+ * If a rank fails
  * (non-zero status or killed by a signal), the others get a grace period
  * to finish, then are killed.
  *
@@ -27,10 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "qrt_tcp.h"
 #include "shm_seg.h"
 
 #define MAX_RANKS 4096
@@ -52,15 +64,17 @@ typedef struct job {
     int killed;       /* SIGKILL sent to the rest */
     int signals;      /* forwarded so far */
     double deadline;  /* kill the rest at this time (0: none) */
-    qshm_seg seg;
+    int tcp;          /* --transport tcp */
+    qshm_seg seg;     /* shm */
+    int *listen_fd;   /* tcp: per rank, until its fork */
 } job;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quayrun -n N [--transport shm] [--grace SECONDS] [--] prog [args...]\n"
+    fprintf(f, "usage: quayrun -n N [--transport shm|tcp] [--grace SECONDS] [--] prog [args...]\n"
                "  -n, --np N        number of ranks (1..%d)\n"
-               "  --transport shm   shared memory on this host (the default, and the only\n"
-               "                    transport built so far)\n"
+               "  --transport shm   shared memory on this host (the default)\n"
+               "  --transport tcp   TCP sockets (on QUAY_TCP_ADDR, default 127.0.0.1)\n"
                "  --grace SECONDS   after a rank fails, how long the others may still run\n"
                "                    before they are killed (default %g)\n",
             MAX_RANKS, GRACE_DEFAULT_S);
@@ -149,13 +163,9 @@ static int parse(job *j, int argc, char **argv)
         }
         j->n = (int)n;
     }
-    if (strcmp(j->transport, "tcp") == 0) {
-        fprintf(stderr, "quayrun: --transport tcp: the TCP transport is not built yet "
-                        "(this quayrun knows shm only)\n");
-        return 2;
-    }
-    if (strcmp(j->transport, "shm") != 0) {
-        fprintf(stderr, "quayrun: --transport %s: unknown transport (known: shm)\n",
+    j->tcp = strcmp(j->transport, "tcp") == 0;
+    if (!j->tcp && strcmp(j->transport, "shm") != 0) {
+        fprintf(stderr, "quayrun: --transport %s: unknown transport (known: shm, tcp)\n",
                 j->transport);
         return 2;
     }
@@ -199,51 +209,34 @@ static int ring_sizes(int n, uint64_t *ring, uint64_t *ctl)
     return 0;
 }
 
-/* The environment of rank r: ours without any QUAY_RANK / QUAY_SIZE /
- * QUAY_TRANSPORT / QUAY_SHM_FD, then those four. */
-static char **rank_env(int r, int n, int fd)
+/* Variables quayrun sets: a value inherited from our own environment
+ * would confuse the rank (e.g. quayrun started under quayrun). */
+static const char *const OURS[] = {"QUAY_RANK=",   "QUAY_SIZE=",      "QUAY_TRANSPORT=",
+                                   "QUAY_SHM_FD=", "QUAY_TCP_FD=",    "QUAY_TCP_PEERS=",
+                                   "QUAY_TCP_JOB="};
+#define NOURS (sizeof OURS / sizeof OURS[0])
+
+/* The environment of rank r: ours without any of OURS, then the rank's
+ * own `nset` strings (owned by the caller). */
+static char **rank_env(char *const *set, size_t nset)
 {
-    static const char *const ours[] = {"QUAY_RANK=", "QUAY_SIZE=", "QUAY_TRANSPORT=",
-                                       "QUAY_SHM_FD="};
     size_t cnt = 0, k = 0;
     while (environ[cnt] != NULL)
         cnt++;
-    char **env = calloc(cnt + 5, sizeof *env);
-    char *buf = malloc(160);
-    if (env == NULL || buf == NULL) {
-        free(env);
-        free(buf);
+    char **env = calloc(cnt + nset + 1, sizeof *env);
+    if (env == NULL)
         return NULL;
-    }
     for (size_t i = 0; i < cnt; i++) {
         int skip = 0;
-        for (size_t o = 0; o < 4; o++)
-            skip |= strncmp(environ[i], ours[o], strlen(ours[o])) == 0;
+        for (size_t o = 0; o < NOURS; o++)
+            skip |= strncmp(environ[i], OURS[o], strlen(OURS[o])) == 0;
         if (!skip)
             env[k++] = environ[i];
     }
-    /* One buffer holds the four strings (freed with the array's owner). */
-    snprintf(buf, 40, "QUAY_RANK=%d", r);
-    snprintf(buf + 40, 40, "QUAY_SIZE=%d", n);
-    snprintf(buf + 80, 40, "QUAY_TRANSPORT=shm");
-    snprintf(buf + 120, 40, "QUAY_SHM_FD=%d", fd);
-    env[k++] = buf;
-    env[k++] = buf + 40;
-    env[k++] = buf + 80;
-    env[k++] = buf + 120;
+    for (size_t i = 0; i < nset; i++)
+        env[k++] = set[i];
     env[k] = NULL;
     return env;
-}
-
-static void free_env(char **env)
-{
-    size_t k = 0;
-    if (env == NULL)
-        return;
-    while (env[k] != NULL)
-        k++;
-    free(env[k - 4]); /* the block rank_env allocated */
-    free(env);
 }
 
 /* In the child: back to the signal mask the program expects, die with
@@ -275,7 +268,8 @@ static void reaped(job *j, int r, int st)
     int code = 0;
     j->pid[r] = 0;
     j->running--;
-    qshm_seg_mark_exited(&j->seg, (uint32_t)r);
+    if (!j->tcp)
+        qshm_seg_mark_exited(&j->seg, (uint32_t)r);
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         code = 128 + sig;
@@ -311,10 +305,35 @@ static void reap(job *j)
     }
 }
 
-static int start(job *j, const sigset_t *oldmask)
+/* Fork and exec rank r with `set` added to the environment and `fd`
+ * kept open across exec. */
+static int spawn(job *j, const sigset_t *oldmask, int r, int fd, char *const *set, size_t nset)
+{
+    char **env = rank_env(set, nset);
+    if (env == NULL) {
+        fprintf(stderr, "quayrun: out of memory\n");
+        return -1;
+    }
+    pid_t self = getpid();
+    pid_t p = fork();
+    if (p == 0)
+        child(j, oldmask, self, fd, env);
+    free(env);
+    if (p < 0) {
+        fprintf(stderr, "quayrun: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    j->pid[r] = p;
+    j->running++;
+    return 0;
+}
+
+static int start_shm(job *j, const sigset_t *oldmask)
 {
     uint64_t ring, ctl;
-    int fd, rc;
+    int fd, rc = 0;
+    char set[4][40];
+    char *sets[4] = {set[0], set[1], set[2], set[3]};
     if (ring_sizes(j->n, &ring, &ctl) != 0)
         return -1;
     rc = qshm_seg_create((uint32_t)j->n, ring, ctl, &j->seg, &fd);
@@ -322,28 +341,78 @@ static int start(job *j, const sigset_t *oldmask)
         fprintf(stderr, "quayrun: cannot create the shared segment: %s\n", strerror(-rc));
         return -1;
     }
-    pid_t self = getpid();
-    for (int r = 0; r < j->n; r++) {
-        char **env = rank_env(r, j->n, fd);
-        if (env == NULL) {
-            fprintf(stderr, "quayrun: out of memory\n");
-            close(fd);
-            return -1;
-        }
-        pid_t p = fork();
-        if (p == 0)
-            child(j, oldmask, self, fd, env);
-        free_env(env);
-        if (p < 0) {
-            fprintf(stderr, "quayrun: fork: %s\n", strerror(errno));
-            close(fd);
-            return -1;
-        }
-        j->pid[r] = p;
-        j->running++;
+    rc = 0;
+    for (int r = 0; r < j->n && rc == 0; r++) {
+        snprintf(set[0], sizeof set[0], "QUAY_RANK=%d", r);
+        snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
+        snprintf(set[2], sizeof set[2], "QUAY_TRANSPORT=shm");
+        snprintf(set[3], sizeof set[3], "QUAY_SHM_FD=%d", fd);
+        rc = spawn(j, oldmask, r, fd, sets, 4);
     }
     close(fd); /* our mapping keeps the segment */
-    return 0;
+    return rc;
+}
+
+/* tcp: every rank's listening socket first, so every address is known
+ * before any rank starts and no rank ever waits for a directory. */
+static int start_tcp(job *j, const sigset_t *oldmask)
+{
+    const char *host = getenv("QUAY_TCP_ADDR");
+    size_t cap = (size_t)j->n * QRT_TCP_ADDR_MAX + 32, len = 0;
+    char *peers = malloc(cap);
+    char addrs[QRT_TCP_ADDR_MAX];
+    uint64_t cookie = 0;
+    int rc = 0;
+    if (host == NULL || *host == '\0')
+        host = "127.0.0.1"; /* ranks of one host: loopback, nothing exposed */
+    j->listen_fd = malloc((size_t)j->n * sizeof *j->listen_fd);
+    if (peers == NULL || j->listen_fd == NULL) {
+        fprintf(stderr, "quayrun: out of memory\n");
+        free(peers);
+        return -1;
+    }
+    for (int r = 0; r < j->n; r++)
+        j->listen_fd[r] = -1;
+    len = (size_t)snprintf(peers, cap, "QUAY_TCP_PEERS=");
+    for (int r = 0; r < j->n && rc == 0; r++) {
+        int fd = qrt_tcp_listen(host, addrs, sizeof addrs);
+        if (fd < 0) {
+            fprintf(stderr, "quayrun: cannot listen on %s: %s\n", host, strerror(-fd));
+            rc = -1;
+            break;
+        }
+        j->listen_fd[r] = fd;
+        len += (size_t)snprintf(peers + len, cap - len, "%s%s", r > 0 ? ";" : "", addrs);
+    }
+    /* Tells this job's connections from any other's on the same ports. */
+    if (rc == 0 && getrandom(&cookie, sizeof cookie, 0) != (ssize_t)sizeof cookie)
+        cookie = ((uint64_t)getpid() << 32) ^ (uint64_t)(now_s() * 1e9);
+    for (int r = 0; r < j->n && rc == 0; r++) {
+        char set[5][48];
+        char *sets[6] = {set[0], set[1], set[2], set[3], set[4], peers};
+        snprintf(set[0], sizeof set[0], "QUAY_RANK=%d", r);
+        snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
+        snprintf(set[2], sizeof set[2], "QUAY_TRANSPORT=tcp");
+        snprintf(set[3], sizeof set[3], "QUAY_TCP_JOB=%016llx", (unsigned long long)cookie);
+        snprintf(set[4], sizeof set[4], "QUAY_TCP_FD=%d", j->listen_fd[r]);
+        rc = spawn(j, oldmask, r, j->listen_fd[r], sets, 6);
+        /* The rank has its copy; ours would keep the port open after the
+         * rank is gone (and later ranks must not inherit it). */
+        close(j->listen_fd[r]);
+        j->listen_fd[r] = -1;
+    }
+    for (int r = 0; r < j->n; r++)
+        if (j->listen_fd[r] >= 0)
+            close(j->listen_fd[r]);
+    free(j->listen_fd);
+    j->listen_fd = NULL;
+    free(peers);
+    return rc;
+}
+
+static int start(job *j, const sigset_t *oldmask)
+{
+    return j->tcp ? start_tcp(j, oldmask) : start_shm(j, oldmask);
 }
 
 int main(int argc, char **argv)
@@ -411,7 +480,8 @@ int main(int argc, char **argv)
             j.killed = 1;
         }
     }
-    qshm_seg_detach(&j.seg);
+    if (!j.tcp)
+        qshm_seg_detach(&j.seg);
     free(j.pid);
     return j.status;
 }

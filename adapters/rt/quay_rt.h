@@ -5,9 +5,10 @@
  * the environment, gets the engine and the world communicator, makes quay
  * calls as usual and waits with qrt_wait, which drives the engine: it
  * pulls every action and executes it on the transport, delivers arriving
- * packets, and tells the engine the time. It spins for a short while, then
- * blocks in the transport until something arrives, so ranks that
- * outnumber the cores do not starve each other.
+ * packets, and tells the engine the time. It polls for a while (long when
+ * every rank on the host has a core, briefly and yielding when ranks
+ * outnumber cores, so that they do not starve each other), then blocks in
+ * the transport until something arrives.
  *
  *     qrt *rt;
  *     if (qrt_init(NULL, &rt) != 0) return 1;
@@ -20,13 +21,21 @@
  *     return qrt_finalize(rt) == 0 ? 0 : 1;
  *
  * Environment (set by quayrun; see also the transport's own knobs):
- *   QUAY_RANK, QUAY_SIZE   this rank and the world size (both absent: a
- *                          singleton, rank 0 of 1)
- *   QUAY_TRANSPORT         "shm" (default); "tcp" is not built yet
+ *   QUAY_RANK, QUAY_SIZE   this rank and the world size; both absent: from
+ *                          a PMI-1 process manager if PMI_FD or PMI_PORT
+ *                          is set (Hydra's mpiexec), else a singleton,
+ *                          rank 0 of 1
+ *   QUAY_TRANSPORT         "shm" or "tcp" (adapters/sockets/qrt_tcp.h);
+ *                          default shm, tcp under a PMI process manager
  *   QUAY_EAGER_MAX         quay_config.eager_max (bytes)
  *   QUAY_FRAG_SIZE         quay_config.frag_size (bytes)
  *   QUAY_RNDV              auto | copy | get | put (quay_config.rndv_mode)
- *   QUAY_SPIN              idle progress polls before blocking (default 64)
+ *   QUAY_SPIN_US           when every rank on this host has a core of its
+ *                          own: idle time a wait polls before it blocks
+ *                          (default 200 microseconds; 0: block at once)
+ *   QUAY_SPIN              more ranks than cores, or set explicitly: idle
+ *                          polls before blocking, yielding the core in the
+ *                          second half (default 64; 0: block at once)
  *
  * One runtime per process; it is not thread-safe (the engine's contract),
  * and it installs no signal handlers and starts no threads.
@@ -46,7 +55,9 @@ typedef struct qrt qrt;
 
 /**
  * Create the runtime from the environment: open the transport (for shm,
- * attach the segment quayrun made and meet every other rank there), then
+ * attach the segment quayrun made and meet every other rank there; for
+ * tcp, connect to every other rank, learning their addresses from quayrun
+ * or through PMI put / barrier / get), then
  * create the engine and the world communicator (context id 0, identity
  * map; use other context ids for your own communicators).
  *
@@ -68,7 +79,7 @@ int32_t qrt_size(const qrt *rt);
 /** The QUAY_CAP_* flags the engine was given (e.g. whether rendezvous
  *  data moves single-copy: QUAY_CAP_RDMA_GET). */
 uint32_t qrt_caps(const qrt *rt);
-/** The transport's name ("shm"). */
+/** The transport's name ("shm", "tcp"). */
 const char *qrt_transport_name(const qrt *rt);
 
 /**

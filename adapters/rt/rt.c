@@ -9,15 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "pmi_client.h"
 #include "qrt_env.h"
 #include "qrt_shm.h"
+#include "qrt_tcp.h"
 #include "qrt_transport.h"
 
 /* A blocked wait sleeps at most this long per step; the transport wakes
  * it earlier on any arrival (and caps it at its own liveness interval). */
 #define RT_BLOCK_NS (100 * 1000 * 1000LL)
 #define RT_SPIN_DEFAULT 64
+/* With a core per local rank, a waiting rank polls this long before it
+ * sleeps: a wake-up (futex or epoll, then the scheduler) costs several
+ * microseconds per message, which dominates medium-size round trips. */
+#define RT_SPIN_US_DEFAULT 200
 /* Single-copy transports move rendezvous data in frag_size pieces, one
  * request/reply each: larger pieces, fewer round trips. */
 #define RT_FRAG_RDMA (512u * 1024u)
@@ -31,13 +38,15 @@ struct qrt {
     qrt_sink sink;
     int32_t rank;
     int32_t size;
-    uint32_t spin;        /* idle polls before blocking */
+    uint32_t spin;        /* oversubscribed: idle polls before blocking */
+    uint64_t spin_ns;     /* a core each: idle time before blocking (0: polls) */
     uint64_t outstanding; /* SEND / RDMA actions the transport still holds */
     int finalizing;       /* refused packets are dropped, not kept */
     uint64_t dropped;
     uint8_t *peer;        /* PEER_* per world rank */
     int32_t peers_open;   /* peers that neither said bye nor failed */
     int fatal;            /* the engine's fatal code, once seen */
+    qpmi *pmi;            /* started by a PMI-1 process manager (Hydra) */
 };
 
 static uint64_t now_ns(void)
@@ -217,15 +226,26 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
     return work > 0;
 }
 
-/* One idle step of a wait: poll `spin` times (yielding the core in the
- * second half, since ranks may outnumber cores), then block. */
-static int wait_step(qrt *rt, uint32_t *idle)
+/* One idle step of a wait. With a core per local rank, poll for spin_ns
+ * of idle time, then block. With more ranks than cores, poll `spin`
+ * times, yielding the core in the second half (the peer we wait for may
+ * need it), then block. *idle counts idle steps; *since is when the
+ * idleness began. */
+static int wait_step(qrt *rt, uint32_t *idle, uint64_t *since)
 {
-    int rc = qrt_progress(rt, *idle >= rt->spin ? RT_BLOCK_NS : 0);
+    int block;
+    if (rt->spin_ns > 0)
+        block = *idle > 0 && now_ns() - *since >= rt->spin_ns;
+    else
+        block = *idle >= rt->spin;
+    int rc = qrt_progress(rt, block ? RT_BLOCK_NS : 0);
     if (rc < 0)
         return rc;
     if (rc > 0) {
         *idle = 0;
+    } else if (rt->spin_ns > 0) {
+        if ((*idle)++ == 0)
+            *since = now_ns();
     } else if (*idle < rt->spin) {
         (*idle)++;
         if (*idle > rt->spin / 2)
@@ -237,10 +257,11 @@ static int wait_step(qrt *rt, uint32_t *idle)
 int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
 {
     uint32_t idle = 0;
+    uint64_t since = 0;
     if (rt == NULL || req == NULL)
         return QUAY_EINVAL;
     while (!quay_req_test(req, st)) {
-        int rc = wait_step(rt, &idle);
+        int rc = wait_step(rt, &idle, &since);
         if (rc < 0)
             return rc;
     }
@@ -259,20 +280,83 @@ int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts)
 
 /* ---- creation and shutdown ---------------------------------------------------------- */
 
-static int env_rank(int32_t *rank, int32_t *size)
+/* Started by a PMI-1 process manager (Hydra's mpiexec) rather than by
+ * quayrun: it says so with PMI_FD or PMI_PORT. */
+static int under_pmi(void)
+{
+    const char *fd = getenv("PMI_FD"), *port = getenv("PMI_PORT");
+    return (fd != NULL && *fd != '\0') || (port != NULL && *port != '\0');
+}
+
+static int pmi_rank(qrt *rt)
+{
+    int rc = qpmi_init(&rt->pmi);
+    if (rc != QPMI_OK) {
+        fprintf(stderr, "quay: cannot talk to the process manager (PMI-1): %s%s%s\n",
+                qpmi_strerror(rc), *qpmi_init_errmsg() ? ": " : "", qpmi_init_errmsg());
+        return rc == QPMI_ENOMEM ? QUAY_ENOMEM : QUAY_EINVAL;
+    }
+    rt->rank = qpmi_rank(rt->pmi);
+    rt->size = qpmi_size(rt->pmi);
+    return 0;
+}
+
+/* Rank and size: quayrun's QUAY_RANK / QUAY_SIZE, else a PMI-1 process
+ * manager's, else a singleton. */
+static int env_rank(qrt *rt)
 {
     uint64_t r = 0, n = 1;
     int hr = qrt_env_u64("QUAY_RANK", 0, INT32_MAX - 1, &r);
     int hn = qrt_env_u64("QUAY_SIZE", 1, INT32_MAX, &n);
     if (hr < 0 || hn < 0)
         return QUAY_EINVAL;
+    if (hr == 1 && hn == 1 && under_pmi())
+        return pmi_rank(rt);
     if (hr != hn || r >= n) {
         fprintf(stderr, "quay: QUAY_RANK and QUAY_SIZE must both be set, with rank < size "
-                        "(start the program with quayrun)\n");
+                        "(start the program with quayrun or mpiexec)\n");
         return QUAY_EINVAL;
     }
-    *rank = (int32_t)r;
-    *size = (int32_t)n;
+    rt->rank = (int32_t)r;
+    rt->size = (int32_t)n;
+    return 0;
+}
+
+/* Ranks on this host: Hydra says (MPI_LOCALNRANKS); quayrun starts them
+ * all here. */
+static uint64_t local_ranks(const qrt *rt)
+{
+    uint64_t n = (uint64_t)rt->size;
+    if (rt->pmi != NULL && qrt_env_u64("MPI_LOCALNRANKS", 1, INT32_MAX, &n) < 0)
+        n = (uint64_t)rt->size;
+    return n;
+}
+
+static uint64_t cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return (uint64_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint64_t)n : 1;
+}
+
+/* QUAY_SPIN (polls, then block; the oversubscribed policy) if set, else
+ * QUAY_SPIN_US of idle polling when every local rank has a core, else
+ * RT_SPIN_DEFAULT polls. */
+static int spin_policy(qrt *rt)
+{
+    uint64_t spin = RT_SPIN_DEFAULT, us = RT_SPIN_US_DEFAULT;
+    int hs = qrt_env_u64("QUAY_SPIN", 0, 1u << 30, &spin);
+    int hu = qrt_env_u64("QUAY_SPIN_US", 0, 10u * 1000 * 1000, &us);
+    if (hs < 0 || hu < 0)
+        return QUAY_EINVAL;
+    rt->spin = (uint32_t)spin;
+    if (hs == 1 && local_ranks(rt) <= cores()) {
+        rt->spin_ns = us * 1000;
+        if (us == 0)
+            rt->spin = 0; /* QUAY_SPIN_US=0: block at once */
+    }
     return 0;
 }
 
@@ -305,16 +389,33 @@ static int env_config(quay_config *cfg)
     return 0;
 }
 
+static int open_tcp(qrt *rt)
+{
+    qrt_tcp_dir dir;
+    int rc = rt->pmi != NULL ? qrt_tcp_dir_pmi(rt->pmi, &dir) : qrt_tcp_dir_env(rt->size, &dir);
+    if (rc != 0)
+        return rc;
+    return qrt_tcp_open(rt->rank, rt->size, &dir, &rt->sink, &rt->t);
+}
+
+/* QUAY_TRANSPORT, or what the launcher implies: quayrun sets it; under a
+ * PMI process manager ranks may be on several hosts, so TCP. */
 static int open_transport(qrt *rt)
 {
     const char *name = getenv("QUAY_TRANSPORT");
-    if (name == NULL || *name == '\0' || strcmp(name, "shm") == 0)
+    if (name == NULL || *name == '\0')
+        name = rt->pmi != NULL && rt->size > 1 ? "tcp" : "shm";
+    if (strcmp(name, "tcp") == 0)
+        return open_tcp(rt);
+    if (strcmp(name, "shm") == 0) {
+        if (rt->pmi != NULL && rt->size > 1) {
+            fprintf(stderr, "quay: QUAY_TRANSPORT=shm needs quayrun (it makes the segment); "
+                            "under mpiexec use tcp\n");
+            return QUAY_EINVAL;
+        }
         return qrt_shm_open(rt->rank, rt->size, &rt->sink, &rt->t);
-    if (strcmp(name, "tcp") == 0) {
-        fprintf(stderr, "quay: QUAY_TRANSPORT=tcp: the TCP transport is not built yet\n");
-        return QUAY_ENOTSUP;
     }
-    fprintf(stderr, "quay: QUAY_TRANSPORT=\"%s\": unknown transport (known: shm)\n", name);
+    fprintf(stderr, "quay: QUAY_TRANSPORT=\"%s\": unknown transport (known: shm, tcp)\n", name);
     return QUAY_EINVAL;
 }
 
@@ -323,6 +424,8 @@ static void rt_free(qrt *rt)
     if (rt->t != NULL)
         rt->t->ops->close(rt->t);
     quay_engine_free(rt->e); /* frees the world communicator too */
+    if (rt->pmi != NULL)
+        qpmi_finalize(rt->pmi);
     free(rt->peer);
     free(rt);
 }
@@ -330,7 +433,6 @@ static void rt_free(qrt *rt)
 int qrt_init(const quay_config *base, qrt **prt)
 {
     quay_config cfg;
-    uint64_t spin = RT_SPIN_DEFAULT;
     qrt *rt;
     int rc;
     if (prt == NULL)
@@ -339,10 +441,9 @@ int qrt_init(const quay_config *base, qrt **prt)
     rt = calloc(1, sizeof *rt);
     if (rt == NULL)
         return QUAY_ENOMEM;
-    rc = env_rank(&rt->rank, &rt->size);
-    if (rc == 0 && qrt_env_u64("QUAY_SPIN", 0, 1u << 30, &spin) < 0)
-        rc = QUAY_EINVAL;
-    rt->spin = (uint32_t)spin;
+    rc = env_rank(rt);
+    if (rc == 0)
+        rc = spin_policy(rt);
     if (rc == 0) {
         rt->peer = calloc((size_t)rt->size, 1);
         rt->peers_open = rt->size - 1;
@@ -419,6 +520,7 @@ const char *qrt_transport_name(const qrt *rt)
 int qrt_finalize(qrt *rt)
 {
     uint32_t idle = 0;
+    uint64_t since = 0;
     int rc = 0;
     if (rt == NULL)
         return 0;
@@ -427,7 +529,7 @@ int qrt_finalize(qrt *rt)
      *    fails): a bye must come after the last frame. (Each step ends
      *    with a pump, so nothing is left in the engine either.) */
     do
-        rc = wait_step(rt, &idle);
+        rc = wait_step(rt, &idle, &since);
     while (rc == 0 && rt->outstanding > 0);
     /* 2. Bye, then serve the peers until each has said bye or failed:
      *    none of them still needs this rank after that. Our own byes
@@ -436,7 +538,7 @@ int qrt_finalize(qrt *rt)
         rc = rt->t->ops->bye(rt->t);
     idle = 0;
     while (rc == 0 && (rt->peers_open > 0 || rt->t->ops->busy(rt->t)))
-        rc = wait_step(rt, &idle);
+        rc = wait_step(rt, &idle, &since);
     if (rt->dropped > 0)
         fprintf(stderr,
                 "quay rank %d: finalize dropped %llu packets nobody received "

@@ -1,9 +1,10 @@
 #!/bin/sh
-# expect_kill.sh QUAYRUN PROG N — run e2e_kill on N ranks. quayrun must
-# report the last rank killed by SIGKILL and exit 137, and every other
-# rank must say that it survived (and so exited 0 after finalize).
-quayrun=$1 prog=$2 n=$3
-out=$("$quayrun" -n "$n" "$prog" 2>&1)
+# expect_kill.sh QUAYRUN PROG N [TRANSPORT] — run e2e_kill on N ranks.
+# quayrun must report the last rank killed by SIGKILL and exit 137, and
+# every other rank must say that it survived (and so exited 0 after
+# finalize).
+quayrun=$1 prog=$2 n=$3 transport=${4:-shm}
+out=$("$quayrun" -n "$n" --transport "$transport" "$prog" 2>&1)
 status=$?
 printf '%s\n' "$out"
 survived=$(printf '%s\n' "$out" | grep -c ' survived$')

@@ -1,0 +1,218 @@
+/*
+ * tcp_rdma.c — software RDMA over the connections: the engine's
+ * RDMA_GET / RDMA_PUT / RDMA_ATOMIC actions, executed by the TARGET
+ * rank's transport (tcp.h).
+ *
+ * The initiator knows (peer, key, offset); only the target's engine knows
+ * the address (qrt_transport.h). So the initiator sends a request naming
+ * the action by a cookie, the target's transport asks its engine
+ * (sink->mem_resolve / mem_atomic) and answers:
+ *
+ *   GET   GET_REQ(cookie, key, offset, len) ->
+ *         <- GET_REPLY(cookie, status) + len bytes written straight from
+ *            the resolved region (no copy), or no data if refused
+ *   PUT   PUT(cookie, key, offset) + len bytes from the action's buffer ->
+ *            read straight into the resolved region (or read and dropped
+ *            if refused)
+ *         <- PUT_DONE(cookie, status)
+ *   ATOMIC ATOMIC_REQ(cookie, key, offset, operand, compare, op) ->
+ *         <- ATOMIC_REPLY(cookie, old, status)
+ *
+ * The initiator's op_done comes with the reply (a PUT's only once the
+ * target has all of it). The cookie is (generation << 32 | slot) of the
+ * table below; a reply naming nothing in flight toward its sender means a
+ * broken peer (tcp_rx.c fails it): on one ordered connection no reply can
+ * be stale.
+ */
+#include "tcp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int op_alloc(tcp_t *t, uint32_t *idx)
+{
+    if (t->free_op == UINT32_MAX) {
+        uint32_t n = t->nops ? t->nops * 2 : 64;
+        if (n <= t->nops)
+            return QUAY_ENOMEM;
+        tcp_op *ops = realloc(t->ops, (size_t)n * sizeof *ops);
+        if (ops == NULL)
+            return QUAY_ENOMEM;
+        memset(ops + t->nops, 0, (size_t)(n - t->nops) * sizeof *ops);
+        for (uint32_t i = n; i-- > t->nops;) {
+            ops[i].next = t->free_op;
+            t->free_op = i;
+        }
+        t->ops = ops;
+        t->nops = n;
+    }
+    *idx = t->free_op;
+    t->free_op = t->ops[*idx].next;
+    t->ops[*idx].used = 1;
+    t->ops[*idx].gen++;
+    return 0;
+}
+
+static void op_free(tcp_t *t, uint32_t idx)
+{
+    t->ops[idx].used = 0;
+    t->ops[idx].next = t->free_op;
+    t->free_op = idx;
+}
+
+int tcp_rdma_start(tcp_t *t, const quay_action *a)
+{
+    int32_t peer = a->peer;
+    uint8_t h[TCP_HDR_MAX];
+    uint8_t *x = h + TCP_PREFIX;
+    quay_iov data = {a->rdma.local, 0};
+    uint32_t niov = 0, cap, idx;
+    size_t hl;
+    int rc;
+    switch (a->kind) {
+    case QUAY_ACT_RDMA_GET:
+        cap = QUAY_CAP_RDMA_GET;
+        break;
+    case QUAY_ACT_RDMA_PUT:
+        cap = QUAY_CAP_RDMA_PUT;
+        break;
+    case QUAY_ACT_RDMA_ATOMIC:
+        cap = QUAY_CAP_RDMA_ATOMIC;
+        break;
+    default:
+        return QUAY_EINVAL;
+    }
+    if (peer < 0 || peer >= t->base.size || peer == t->base.rank ||
+        (a->rdma.local == NULL && (a->kind == QUAY_ACT_RDMA_ATOMIC || a->rdma.len != 0)) ||
+        (uint64_t)(size_t)a->rdma.len != a->rdma.len)
+        return QUAY_EINVAL;
+    if (!(t->base.caps & cap))
+        return QUAY_ENOTSUP;
+    if (t->peers[peer].state != TCP_LIVE || t->peers[peer].fd < 0)
+        return QUAY_EPEER;
+    if (op_alloc(t, &idx) != 0)
+        return QUAY_ENOMEM;
+    tcp_op *o = &t->ops[idx];
+    uint64_t cookie = ((uint64_t)o->gen << 32) | idx;
+    o->token = a->token;
+    o->local = a->rdma.local;
+    o->len = a->rdma.len;
+    o->peer = peer;
+    tcp_put64(x, cookie);
+    tcp_put64(x + 8, a->rdma.key);
+    tcp_put64(x + 16, a->rdma.offset);
+    switch (a->kind) {
+    case QUAY_ACT_RDMA_GET:
+        o->kind = TCP_GET_REPLY;
+        tcp_prefix(h, TCP_GET_REQ, 0);
+        tcp_put64(x + 24, a->rdma.len);
+        break;
+    case QUAY_ACT_RDMA_PUT:
+        o->kind = TCP_PUT_DONE;
+        tcp_prefix(h, TCP_PUT, a->rdma.len);
+        data.len = (size_t)a->rdma.len;
+        niov = 1;
+        break;
+    default:
+        o->kind = TCP_ATOMIC_REPLY;
+        o->len = 8;
+        tcp_prefix(h, TCP_ATOMIC_REQ, 0);
+        tcp_put64(x + 24, a->atomic.operand);
+        tcp_put64(x + 32, a->atomic.compare);
+        tcp_put32(x + 40, a->atomic.op);
+        tcp_put32(x + 44, 0);
+        break;
+    }
+    hl = TCP_PREFIX + tcp_ext_len(h[0]);
+    /* A PUT's data is read from the action's buffer until written; its
+     * op_done waits for PUT_DONE anyway, so no token on the frame. */
+    rc = tcp_out_frame(t, peer, h, hl, &data, niov, 0, 0);
+    if (rc < 0) {
+        op_free(t, idx);
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- target side ------------------------------------------------------------------------ */
+
+int tcp_rdma_serve_get(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key, uint64_t offset,
+                       uint64_t len)
+{
+    const qrt_sink *k = t->base.sink;
+    uint8_t h[TCP_PREFIX + 16];
+    void *addr = NULL;
+    int rc = QUAY_EINVAL;
+    if ((uint64_t)(size_t)len == len)
+        rc = k->mem_resolve(k->ctx, key, offset, len, QUAY_MEM_READ, &addr);
+    quay_iov data = {addr, rc == 0 ? (size_t)len : 0};
+    tcp_prefix(h, TCP_GET_REPLY, data.len);
+    tcp_put64(h + TCP_PREFIX, cookie);
+    tcp_put32(h + TCP_PREFIX + 8, (uint32_t)rc);
+    tcp_put32(h + TCP_PREFIX + 12, 0);
+    /* Written straight from the region: no copy. */
+    rc = tcp_out_frame(t, peer, h, sizeof h, &data, 1, 0, 0);
+    return rc < 0 ? rc : 0;
+}
+
+int tcp_rdma_serve_atomic(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key,
+                          uint64_t offset, uint64_t operand, uint64_t compare, uint32_t op)
+{
+    const qrt_sink *k = t->base.sink;
+    uint8_t h[TCP_PREFIX + 24];
+    uint64_t old = 0;
+    int rc = k->mem_atomic(k->ctx, key, offset, op, operand, compare, &old);
+    tcp_prefix(h, TCP_ATOMIC_REPLY, 0);
+    tcp_put64(h + TCP_PREFIX, cookie);
+    tcp_put64(h + TCP_PREFIX + 8, rc == 0 ? old : 0);
+    tcp_put32(h + TCP_PREFIX + 16, (uint32_t)rc);
+    tcp_put32(h + TCP_PREFIX + 20, 0);
+    rc = tcp_out_frame(t, peer, h, sizeof h, NULL, 0, 0, 0);
+    return rc < 0 ? rc : 0;
+}
+
+int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status)
+{
+    uint8_t h[TCP_PREFIX + 16];
+    tcp_prefix(h, TCP_PUT_DONE, 0);
+    tcp_put64(h + TCP_PREFIX, cookie);
+    tcp_put32(h + TCP_PREFIX + 8, (uint32_t)status);
+    tcp_put32(h + TCP_PREFIX + 12, 0);
+    int rc = tcp_out_frame(t, peer, h, sizeof h, NULL, 0, 0, 0);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- initiator side --------------------------------------------------------------------- */
+
+int64_t tcp_rdma_find(const tcp_t *t, int32_t peer, uint64_t cookie, unsigned type)
+{
+    uint32_t idx = (uint32_t)cookie;
+    if (idx >= t->nops)
+        return -1;
+    const tcp_op *o = &t->ops[idx];
+    if (!o->used || o->gen != (uint32_t)(cookie >> 32) || o->peer != peer || o->kind != type)
+        return -1;
+    return idx;
+}
+
+void tcp_rdma_finish(tcp_t *t, uint32_t idx, int status)
+{
+    uint64_t token = t->ops[idx].token;
+    op_free(t, idx);
+    t->base.sink->op_done(t->base.sink->ctx, token, status);
+}
+
+void tcp_rdma_fail_peer(tcp_t *t, int32_t peer)
+{
+    for (uint32_t i = 0; i < t->nops; i++)
+        if (t->ops[i].used && t->ops[i].peer == peer)
+            tcp_rdma_finish(t, i, QUAY_EPEER);
+}
+
+void tcp_rdma_free(tcp_t *t)
+{
+    free(t->ops);
+    t->ops = NULL;
+    t->nops = 0;
+    t->free_op = UINT32_MAX;
+}
