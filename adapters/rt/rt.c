@@ -227,7 +227,8 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
 }
 
 /* One idle step of a wait. With a core per local rank, poll for spin_ns
- * of idle time, then block. With more ranks than cores, poll `spin`
+ * of idle time (yielding between polls in the last three quarters), then
+ * block. With more ranks than cores, poll `spin`
  * times, yielding the core in the second half (the peer we wait for may
  * need it), then block. *idle counts idle steps; *since is when the
  * idleness began. */
@@ -244,8 +245,13 @@ static int wait_step(qrt *rt, uint32_t *idle, uint64_t *since)
     if (rc > 0) {
         *idle = 0;
     } else if (rt->spin_ns > 0) {
+        /* Past the first quarter, yield between polls: "a core each"
+         * counts ranks, not the other programs that may want the core
+         * our peer needs. */
         if ((*idle)++ == 0)
             *since = now_ns();
+        else if (now_ns() - *since >= rt->spin_ns / 4)
+            sched_yield();
     } else if (*idle < rt->spin) {
         (*idle)++;
         if (*idle > rt->spin / 2)

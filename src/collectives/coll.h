@@ -79,6 +79,8 @@ typedef struct coll_sched {
     uint32_t nedges, ecap;
     uint32_t *succ;
     uint32_t *ready;   /* stack of steps ready to start */
+    uint32_t succ_cap, ready_cap; /* allocated lengths (kept when spare) */
+    size_t tmp_cap;
     uint32_t nready;
     uint32_t ndone;
     uint32_t nrunning; /* sends and receives in flight */

@@ -166,7 +166,12 @@ void sched_tmp(coll_sched *s, size_t len)
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
-static void sched_free(coll_sched *s)
+/* Spare schedules kept per engine, and the largest temporary one keeps
+ * (a large reduction's scratch is not worth holding on to). */
+#define SCHED_SPARE_MAX 4
+#define SCHED_SPARE_TMP (64u * 1024u)
+
+static void sched_release(coll_sched *s)
 {
     quay_engine *e = s->e;
     qfree(e, s->steps);
@@ -175,6 +180,68 @@ static void sched_free(coll_sched *s)
     qfree(e, s->ready);
     qfree(e, s->tmp);
     qfree(e, s);
+}
+
+/* Done with s: keep it, arrays and all, for the next collective (no
+ * allocation on back-to-back calls), or free it. */
+static void sched_free(coll_sched *s)
+{
+    quay_engine *e = s->e;
+    if (e->coll_nspare >= SCHED_SPARE_MAX || ql_linked(&s->link) || ql_linked(&s->rlink) ||
+        ql_linked(&s->elink)) {
+        sched_release(s);
+        return;
+    }
+    if (s->tmp_cap > SCHED_SPARE_TMP) {
+        qfree(e, s->tmp);
+        s->tmp = NULL;
+        s->tmp_cap = 0;
+    }
+    ql_push_tail(&e->coll_spare, &s->link);
+    e->coll_nspare++;
+}
+
+/* A blank schedule: a spare one (its arrays' capacity kept) or a new one. */
+static coll_sched *sched_blank(quay_engine *e)
+{
+    qlink *n = ql_first(&e->coll_spare);
+    coll_sched *s, keep;
+    if (n == NULL) {
+        s = qalloc(e, sizeof *s);
+        if (s != NULL)
+            memset(s, 0, sizeof *s);
+        return s;
+    }
+    ql_remove(n);
+    e->coll_nspare--;
+    s = QUAY_CONTAINER_OF(n, coll_sched, link);
+    keep = *s;
+    memset(s, 0, sizeof *s);
+    s->steps = keep.steps;
+    s->cap = keep.cap;
+    s->edges = keep.edges;
+    s->ecap = keep.ecap;
+    s->succ = keep.succ;
+    s->succ_cap = keep.succ_cap;
+    s->ready = keep.ready;
+    s->ready_cap = keep.ready_cap;
+    s->tmp = keep.tmp;
+    s->tmp_cap = keep.tmp_cap;
+    return s;
+}
+
+/* *arr holds at least n elements of size sz (contents not kept). */
+static int reserve(quay_engine *e, void **arr, uint32_t *cap, uint32_t n, size_t sz)
+{
+    if (n <= *cap && *arr != NULL)
+        return 0;
+    void *a = qalloc(e, (size_t)n * sz);
+    if (a == NULL)
+        return -1;
+    qfree(e, *arr);
+    *arr = a;
+    *cap = n;
+    return 0;
 }
 
 /* The engine's view: hooks set once any schedule exists; engine_free
@@ -196,6 +263,11 @@ static void sched_fini(quay_engine *e)
         ql_remove(&s->elink);
         sched_free(s);
     }
+    while ((n = ql_first(&e->coll_spare)) != NULL) {
+        ql_remove(n);
+        sched_release(QUAY_CONTAINER_OF(n, coll_sched, link));
+    }
+    e->coll_nspare = 0;
 }
 
 static int coll_emit_any(quay_engine *e, quay_action *a)
@@ -231,12 +303,11 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
             return NULL;
         }
     }
-    coll_sched *s = qalloc(e, sizeof *s);
+    coll_sched *s = sched_blank(e);
     if (s == NULL) {
         *rc = QUAY_EAGAIN;
         return NULL;
     }
-    memset(s, 0, sizeof *s);
     ql_init(&s->link);
     ql_init(&s->rlink);
     ql_init(&s->elink);
@@ -249,7 +320,7 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
     s->size = c->size;
     s->ureq = req_alloc(e, RK_COLL, c);
     if (s->ureq == NULL) {
-        qfree(e, s);
+        sched_free(s);
         *rc = QUAY_EAGAIN;
         return NULL;
     }
@@ -269,9 +340,10 @@ void sched_discard(coll_sched *s)
 static int sched_link(coll_sched *s)
 {
     quay_engine *e = s->e;
-    s->succ = qalloc(e, (size_t)(s->nedges ? s->nedges : 1) * sizeof *s->succ);
-    s->ready = qalloc(e, (size_t)(s->nsteps ? s->nsteps : 1) * sizeof *s->ready);
-    if (s->succ == NULL || s->ready == NULL)
+    if (reserve(e, (void **)&s->succ, &s->succ_cap, s->nedges ? s->nedges : 1,
+                sizeof *s->succ) != 0 ||
+        reserve(e, (void **)&s->ready, &s->ready_cap, s->nsteps ? s->nsteps : 1,
+                sizeof *s->ready) != 0)
         return QUAY_EAGAIN;
     for (uint32_t k = 0; k < s->nedges; k++) {
         s->steps[s->edges[2 * k]].nsucc++;
@@ -287,8 +359,7 @@ static int sched_link(coll_sched *s)
         coll_step *b = &s->steps[s->edges[2 * k]];
         s->succ[b->succ + b->nsucc++] = s->edges[2 * k + 1];
     }
-    qfree(e, s->edges);
-    s->edges = NULL;
+    s->nedges = 0; /* the edge array stays, for the next build */
     if (s->gate != CS_NONE)
         s->steps[s->gate].ndeps++; /* opened by the local call (sched_claim) */
     /* Ready in index order: algorithms list steps in the order they want
@@ -307,8 +378,14 @@ static int sched_prepare(coll_sched *s)
 {
     quay_engine *e = s->e;
     int rc = s->err;
-    if (rc == 0 && s->tmp_len != 0 && (s->tmp = qalloc(e, s->tmp_len)) == NULL)
-        rc = QUAY_EAGAIN;
+    if (rc == 0 && s->tmp_len > s->tmp_cap) {
+        qfree(e, s->tmp);
+        s->tmp_cap = 0;
+        if ((s->tmp = qalloc(e, s->tmp_len)) == NULL)
+            rc = QUAY_EAGAIN;
+        else
+            s->tmp_cap = s->tmp_len;
+    }
     if (rc == 0)
         rc = sched_link(s);
     if (rc != 0)

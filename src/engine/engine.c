@@ -104,6 +104,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     ql_init(&e->coll_blocked);
     ql_init(&e->coll_early);
     ql_init(&e->coll_active);
+    ql_init(&e->coll_spare);
 
     int rc = engine_pools(e);
     if (rc == 0)

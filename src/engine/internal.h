@@ -447,6 +447,9 @@ struct quay_engine {
     qlink coll_blocked;  /* ... that found no request or control slot */
     qlink coll_active;   /* every running schedule */
     uint32_t coll_nactive;
+    qlink coll_spare;    /* finished schedules kept with their arrays, so
+                            back-to-back collectives do not allocate */
+    uint32_t coll_nspare;
     uint32_t ncomms_user;/* communicators the user created (twins aside) */
 
     peer_state *peers;
