@@ -226,48 +226,59 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
     return work > 0;
 }
 
+/* Where a wait is in its idleness: polling, polling and yielding, or
+ * blocking. */
+typedef struct idle_state {
+    uint32_t steps;  /* idle steps in a row */
+    uint32_t phase;  /* IDLE_* */
+    uint64_t since;  /* when the idleness began (time-based policy) */
+} idle_state;
+
+enum { IDLE_POLL = 0, IDLE_YIELD = 1, IDLE_BLOCK = 2 };
+
 /* One idle step of a wait. With a core per local rank, poll for spin_ns
- * of idle time (yielding between polls in the last three quarters), then
- * block. With more ranks than cores, poll `spin`
- * times, yielding the core in the second half (the peer we wait for may
- * need it), then block. *idle counts idle steps; *since is when the
- * idleness began. */
-static int wait_step(qrt *rt, uint32_t *idle, uint64_t *since)
+ * of idle time (yielding between polls after the first quarter: other
+ * programs may want the core our peer needs), then block. With more
+ * ranks than cores, poll `spin` times, yielding in the second half, then
+ * block. */
+static int wait_step(qrt *rt, idle_state *w)
 {
-    int block;
-    if (rt->spin_ns > 0)
-        block = *idle > 0 && now_ns() - *since >= rt->spin_ns;
-    else
-        block = *idle >= rt->spin;
-    int rc = qrt_progress(rt, block ? RT_BLOCK_NS : 0);
+    int rc = qrt_progress(rt, w->phase == IDLE_BLOCK ? RT_BLOCK_NS : 0);
     if (rc < 0)
         return rc;
     if (rc > 0) {
-        *idle = 0;
-    } else if (rt->spin_ns > 0) {
-        /* Past the first quarter, yield between polls: "a core each"
-         * counts ranks, not the other programs that may want the core
-         * our peer needs. */
-        if ((*idle)++ == 0)
-            *since = now_ns();
-        else if (now_ns() - *since >= rt->spin_ns / 4)
-            sched_yield();
-    } else if (*idle < rt->spin) {
-        (*idle)++;
-        if (*idle > rt->spin / 2)
-            sched_yield();
+        w->steps = 0;
+        w->phase = IDLE_POLL;
+        return 0;
     }
+    w->steps++;
+    if (rt->spin_ns > 0) {
+        /* The clock is read every 16th step: a poll costs little more. */
+        if (w->steps == 1) {
+            w->since = now_ns();
+        } else if ((w->steps & 15) == 0 && w->phase != IDLE_BLOCK) {
+            uint64_t idle = now_ns() - w->since;
+            w->phase = idle >= rt->spin_ns       ? IDLE_BLOCK
+                       : idle >= rt->spin_ns / 4 ? IDLE_YIELD
+                                                 : IDLE_POLL;
+        }
+    } else {
+        w->phase = w->steps >= rt->spin       ? IDLE_BLOCK
+                   : w->steps > rt->spin / 2 ? IDLE_YIELD
+                                             : IDLE_POLL;
+    }
+    if (w->phase == IDLE_YIELD)
+        sched_yield();
     return 0;
 }
 
 int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
 {
-    uint32_t idle = 0;
-    uint64_t since = 0;
+    idle_state w = {0, IDLE_POLL, 0};
     if (rt == NULL || req == NULL)
         return QUAY_EINVAL;
     while (!quay_req_test(req, st)) {
-        int rc = wait_step(rt, &idle, &since);
+        int rc = wait_step(rt, &w);
         if (rc < 0)
             return rc;
     }
@@ -525,8 +536,7 @@ const char *qrt_transport_name(const qrt *rt)
 
 int qrt_finalize(qrt *rt)
 {
-    uint32_t idle = 0;
-    uint64_t since = 0;
+    idle_state w = {0, IDLE_POLL, 0};
     int rc = 0;
     if (rt == NULL)
         return 0;
@@ -535,16 +545,16 @@ int qrt_finalize(qrt *rt)
      *    fails): a bye must come after the last frame. (Each step ends
      *    with a pump, so nothing is left in the engine either.) */
     do
-        rc = wait_step(rt, &idle, &since);
+        rc = wait_step(rt, &w);
     while (rc == 0 && rt->outstanding > 0);
     /* 2. Bye, then serve the peers until each has said bye or failed:
      *    none of them still needs this rank after that. Our own byes
      *    must be out too, or a peer would take our exit for a failure. */
     if (rc == 0)
         rc = rt->t->ops->bye(rt->t);
-    idle = 0;
+    w = (idle_state){0, IDLE_POLL, 0};
     while (rc == 0 && (rt->peers_open > 0 || rt->t->ops->busy(rt->t)))
-        rc = wait_step(rt, &idle, &since);
+        rc = wait_step(rt, &w);
     if (rt->dropped > 0)
         fprintf(stderr,
                 "quay rank %d: finalize dropped %llu packets nobody received "
