@@ -984,8 +984,10 @@ static void pull(nicsim *sim, int32_t r)
     if (got == NS_MAX_ACTIONS_PER_PULL)
         note_error(sim, r, -1, QUAY_EINTERNAL);
     sim->in_pull = 0;
-    if (got > 0)
-        bump(sim, r);
+    /* Even without an action the engine may have moved: quay_next_action
+     * delivers self traffic inside the call (a probe or a deferred packet
+     * waiting for that message must get another chance). */
+    bump(sim, r);
 }
 
 /* Flip 1..3 distinct bits of `p`. */

@@ -121,6 +121,9 @@ static int blocks(coll_sched *s, size_t count, int32_t nb, size_t **cnt, size_t 
     *cnt = qalloc(s->e, (size_t)nb * sizeof **cnt);
     *disp = qalloc(s->e, ((size_t)nb + 1) * sizeof **disp);
     if (*cnt == NULL || *disp == NULL) {
+        qfree(s->e, *cnt); /* (one of them may have been allocated) */
+        qfree(s->e, *disp);
+        *cnt = *disp = NULL;
         s->err = QUAY_EAGAIN;
         return -1;
     }

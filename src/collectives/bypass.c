@@ -114,12 +114,22 @@ static coll_sched *find_sched(quay_engine *e, const quay_comm *twin, uint32_t ta
     return NULL;
 }
 
+/* An early schedule takes a collective slot before its call. It may
+ * not take the last one: the application's own earlier call could then
+ * never start, and the early schedule waits for a later call of that
+ * same application — a deadlock. Without room the arrival just waits
+ * for its call, as without bypass. */
+static int early_room(const quay_engine *e)
+{
+    return e->coll_nactive + 1 < e->cfg.coll_max;
+}
+
 /* An early broadcast: the root from the sub-tag, the length from the
  * arrival. NULL if it is not ours to forward. */
 static coll_sched *early_bcast(quay_engine *e, quay_comm *user, uint32_t sub, uint64_t len)
 {
     int32_t root = (int32_t)(sub - CS_BYPASS_BCAST);
-    if (root >= user->size || root == user->myrank)
+    if (root >= user->size || root == user->myrank || !early_room(e))
         return NULL;
     int rc;
     coll_sched *s = sched_new(e, user, &rc);
@@ -143,7 +153,7 @@ static coll_sched *early_reduce(quay_engine *e, quay_comm *user, uint32_t sub, u
     int32_t kids[32];
     if (code > 0xFF || op.kind == QUAY_OP_USER || op_check(&op, dt) != 0 || len == 0 ||
         len % op_dtype_size(dt) != 0 ||
-        tree_binomial_children(user->myrank, user->size, kids, 32) == 0)
+        tree_binomial_children(user->myrank, user->size, kids, 32) == 0 || !early_room(e))
         return NULL;
     int rc;
     coll_sched *s = sched_new(e, user, &rc);

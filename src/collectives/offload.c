@@ -151,6 +151,13 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
     if ((d->kind == QUAY_OFF_BCAST || d->kind == QUAY_OFF_REDUCE) &&
         (d->root < 0 || d->root >= d->size))
         return QUAY_ERANK;
+    /* The operand, as quay_ireduce / quay_iallreduce want it: there, or
+     * QUAY_IN_PLACE where the result lands (a reduce's root). */
+    if ((d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE) &&
+        ((d->count != 0 && d->sbuf == NULL) ||
+         (d->sbuf == QUAY_IN_PLACE &&
+          (d->rbuf == NULL || (d->kind == QUAY_OFF_REDUCE && d->world[d->root] != e->rank)))))
+        return QUAY_EINVAL;
     struct coll_offload *st = off_state(e);
     if (st == NULL || e->coll_nactive + st->rep_count >= e->cfg.coll_max)
         return QUAY_EAGAIN;

@@ -303,6 +303,8 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
             return NULL;
         }
     }
+    /* (first: a schedule kept spare below must be freed with the engine) */
+    coll_hooks(e);
     coll_sched *s = sched_blank(e);
     if (s == NULL) {
         *rc = QUAY_EAGAIN;
@@ -324,7 +326,6 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
         *rc = QUAY_EAGAIN;
         return NULL;
     }
-    coll_hooks(e);
     *rc = 0;
     return s;
 }

@@ -284,6 +284,8 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
             e->st.pkts_in++;
             return e->fatal ? e->fatal : 0;
         }
+    } else if (peer == e->rank) {
+        rc = QUAY_ESTATE; /* self traffic never travels (chan_on_packet: EPROTO) */
     } else {
         rc = eager_fast_arrival(e, peer, bytes, len);
         if (rc == EAGER_NOT_FAST)

@@ -43,6 +43,7 @@ static uint64_t key_make(const quay_engine *e, uint32_t idx, uint32_t gen)
 int mem_init(quay_engine *e)
 {
     e->nregions = e->cfg.max_regions;
+    e->region_free = UINT32_MAX; /* (no table: every registration is refused) */
     if (e->nregions == 0)
         return 0;
     e->regions = qalloc(e, (size_t)e->nregions * sizeof *e->regions);
@@ -165,6 +166,7 @@ int quay_mem_resolve(const quay_engine *e, uint64_t key, uint64_t offset, uint64
     if (access == 0 || (access & ~(uint32_t)m->access) || offset > m->len ||
         len > m->len - offset)
         return QUAY_EPROTO; /* outside the region, or not allowed */
-    *addr = (uint8_t *)m->base + offset;
+    /* (an empty region may have no base: no arithmetic on NULL) */
+    *addr = m->base != NULL ? (uint8_t *)m->base + offset : NULL;
     return 0;
 }

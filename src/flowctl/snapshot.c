@@ -1085,8 +1085,10 @@ static int peer_scalars_ok(const snap *s, const peer_state *ps)
 {
     const fc_params *p = &s->e->fcp;
     const fc_tx *t = &ps->tx;
-    /* Stable when saved: nothing unacknowledged, no timer running. */
-    return t->una == t->next && t->resend == t->next && t->deadline == UINT64_MAX &&
+    /* Stable when saved: nothing unacknowledged, no timer running (a
+     * failed peer's abandoned packets aside: nothing waits for them). */
+    return (ps->failed ||
+            (t->una == t->next && t->resend == t->next && t->deadline == UINT64_MAX)) &&
            t->state <= 1 && t->failed <= 1 && t->has_rtt <= 1 && t->backed_off <= 1 &&
            t->rto >= p->rto_init_ns && t->rto <= p->rto_max_ns &&
            t->rto_base >= p->rto_init_ns && t->rto_base <= p->rto_max_ns &&

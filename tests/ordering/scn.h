@@ -59,6 +59,28 @@ int scn_run_seed(scn_runner *r, uint64_t seed, const scn_opts *o);
 int scn_run_script(scn_runner *r, const uint32_t *script, size_t n,
                    const scn_opts *o);
 
+/**
+ * Fuzzing: run one interleaving whose choices are read from `bytes`: at
+ * each step the next byte (two bytes, big-endian, when there are more
+ * than 256 choices) taken modulo the number of enabled choices picks one,
+ * numbered as in seeded runs (pulls, timers and, with
+ * scn_runner_set_switches, context switches are choices too). When the
+ * bytes run out, the seeded chooser of `seed` takes over, and `seed` also
+ * seeds everything else a seeded run draws (faults, timeouts, mixed
+ * settings). Any byte string is a valid schedule. Same return values as
+ * scn_run_seed.
+ */
+int scn_run_bytes(scn_runner *r, const uint8_t *bytes, size_t n, uint64_t seed,
+                  const scn_opts *o);
+
+/**
+ * Called with each rank's engine configuration just before the engine is
+ * created (the runner has filled it in), e.g. to install allocator hooks;
+ * fn = NULL removes it. The hook must keep the configuration valid.
+ */
+typedef void (*scn_config_fn)(void *ctx, int rank, quay_config *qc);
+void scn_runner_set_config_hook(scn_runner *r, scn_config_fn fn, void *ctx);
+
 /** Exhaustive enumeration result. */
 typedef struct scn_exh {
     uint64_t runs;      /**< interleavings run */

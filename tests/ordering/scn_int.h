@@ -329,6 +329,10 @@ typedef struct chooser {
     uint32_t wswitch;/* quiescing a rank / resuming a stable one */
     const uint32_t *script;
     size_t nscript;
+    /* fuzzing (scn_run_bytes): choices from these bytes, then from rng */
+    const uint8_t *bytes;
+    size_t nbytes;
+    size_t bpos;
     /* recording (exhaustive) */
     uint32_t *taken;
     uint32_t *width;
@@ -390,6 +394,8 @@ struct scn_runner {
     unsigned char *coll_expect;  /* the collectives' expected results ... */
     size_t *coll_expect_off;     /* ... instance g's at coll_expect_off[g] */
     uint64_t switches_refused;/* saves refused: a collective schedule ran */
+    scn_config_fn cfg_hook;   /* scn_runner_set_config_hook */
+    void *cfg_hook_ctx;
 };
 
 /* Virtual time: every scheduler step is this many ns. */

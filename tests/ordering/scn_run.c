@@ -206,6 +206,8 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
             if (qc.max_out < 2)
                 qc.max_out = 2; /* one is kept for ACK-only frames */
         }
+        if (run->cfg_hook != NULL)
+            run->cfg_hook(run->cfg_hook_ctx, r, &qc);
         rc = quay_engine_new(&qc, &rk->e);
         if (rc != 0) {
             scn_fail(run, "rank %d: quay_engine_new: %s", r, scn_errname(rc));
@@ -257,6 +259,9 @@ static void chooser_seed(chooser *ch, uint64_t seed, int nranks)
         ch->wswitch = 1u << (nicsim_splitmix64(&y) % 3);
     }
     ch->depth = 0;
+    ch->bytes = NULL;
+    ch->nbytes = 0;
+    ch->bpos = 0;
 }
 
 static int chooser_record(chooser *ch, uint32_t taken, uint32_t width)
@@ -301,6 +306,12 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
             return -1;
         }
         return c;
+    }
+    if (ch->bpos < ch->nbytes) {
+        uint32_t v = ch->bytes[ch->bpos++];
+        if (width > 256 && ch->bpos < ch->nbytes)
+            v = v << 8 | ch->bytes[ch->bpos++];
+        return v % width;
     }
     for (i = 0; i < nprog; i++)
         total += ch->wrank[ranks[i]];
@@ -368,6 +379,9 @@ static uint32_t switch_choices(scn_runner *run, int *ranks)
  * restored channel must save to the same bytes, and the run must go on as
  * if nothing happened. A channel refuses (QUAY_EBUSY) while a collective
  * schedule runs, and only then: the rank just resumes (counted apart).
+ * A stable channel with self traffic not yet pulled refuses too
+ * (quay_engine_save wants it pulled first; it may also be waiting for
+ * room that only a resumed channel can make): the same.
  * Returns 0, or 1 if the save was refused. */
 static int save_restore(scn_runner *run, int r)
 {
@@ -377,6 +391,10 @@ static int save_restore(scn_runner *run, int r)
     int rc = quay_engine_save(e, NULL, 0, &len);
     /* (with application bypass a schedule may run before its call) */
     if (rc == QUAY_EBUSY && (running || run->coll.bypass)) {
+        run->switches_refused++;
+        return 1;
+    }
+    if (rc == QUAY_EBUSY && quay_has_actions(e)) {
         run->switches_refused++;
         return 1;
     }
@@ -442,8 +460,9 @@ static void do_switch(scn_runner *run, int r, int forced)
     if (run->trace != NULL)
         fprintf(run->trace, "step %" PRIu64 " rank %d: %s%s\n", run->step, r,
                 rk->quiesced ? "quiesce" : "resume",
-                forced ? " (not stable)"
-                       : (refused ? " (save refused: a collective schedule runs)" : ""));
+                forced    ? " (not stable)"
+                : refused ? " (save refused: a collective schedule runs, or self traffic waits)"
+                          : "");
     if (rc != 0)
         scn_fail(run, "rank %d: quiesce/resume: %s", r, scn_errname(rc));
 }
@@ -931,6 +950,29 @@ int scn_run_seed(scn_runner *run, uint64_t seed, const scn_opts *o)
         trace_faults(run);
     }
     return run_once(run, seed, 0);
+}
+
+int scn_run_bytes(scn_runner *run, const uint8_t *bytes, size_t n, uint64_t seed,
+                  const scn_opts *o)
+{
+    run->trace = o != NULL ? o->trace : NULL;
+    if (o != NULL && o->max_steps != 0)
+        run->max_steps = o->max_steps;
+    chooser_seed(&run->ch, seed, run->s->nranks);
+    run->ch.bytes = bytes;
+    run->ch.nbytes = bytes != NULL ? n : 0;
+    if (run->trace != NULL) {
+        fprintf(run->trace, "# scenario %s, %zu schedule bytes, then seed %" PRIu64 "\n",
+                run->s->name, run->ch.nbytes, seed);
+        trace_faults(run);
+    }
+    return run_once(run, seed, 0);
+}
+
+void scn_runner_set_config_hook(scn_runner *run, scn_config_fn fn, void *ctx)
+{
+    run->cfg_hook = fn;
+    run->cfg_hook_ctx = ctx;
 }
 
 int scn_run_script(scn_runner *run, const uint32_t *script, size_t n,
