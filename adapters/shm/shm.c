@@ -116,6 +116,24 @@ int shm_send_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t
     return queue_copy(&p->q_ctl, &it);
 }
 
+int shm_try_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t len)
+{
+    shm_peer *p = &t->peers[peer];
+    shm_item it;
+    if (p->q_ctl.head != NULL)
+        return 0; /* behind queued frames: order demands the queue */
+    memset(&it, 0, sizeof it);
+    it.type = type;
+    it.total = len;
+    memcpy(it.inl, bytes, len);
+    int nrec = 0;
+    /* One record (len <= 64 < any ring's largest): all of it or nothing. */
+    if (!write_frame(&p->out_ctl, &it, ctl_chunk(p), &nrec))
+        return 0;
+    qshm_doorbell_ring(p->slot);
+    return 1;
+}
+
 static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
                     uint64_t token)
 {
@@ -543,6 +561,10 @@ int qrt_shm_open(int32_t rank, int32_t size, const qrt_sink *sink, qrt_transport
     t = calloc(1, sizeof *t);
     if (t == NULL)
         return QUAY_ENOMEM;
+    if (shm_rdma_config(t) != 0) {
+        free(t);
+        return QUAY_EINVAL;
+    }
     t->base.ops = &shm_ops;
     t->base.sink = sink;
     t->base.rank = rank;

@@ -3,8 +3,9 @@
  *
  *   shm.c       open / close, sending (rings and the queues behind them),
  *               receiving (fragments, held packets), poll and blocking
- *   shm_rdma.c  single copy: the RDMA request / reply protocol and the
- *               start-up probe of process_vm_readv
+ *   shm_rdma.c  single copy: the RDMA request / reply protocol (large
+ *               copies split between both ranks) and the start-up probe
+ *               of process_vm_readv
  *   shm_peer.c  peers that die: detection (pidfd, quayrun's marks) and
  *               cleanup
  *
@@ -31,6 +32,7 @@ enum {
     SHM_BYE = 2,       /**< pkt ring: the sender sends nothing more */
     SHM_RDMA_REQ = 3,  /**< ctl ring: shm_rdma_req */
     SHM_RDMA_DONE = 4, /**< ctl ring: shm_rdma_done */
+    SHM_RDMA_SPLIT = 5, /**< ctl ring: shm_rdma_split (before its DONE) */
 };
 /** SHM_PKT flag: more fragments of this packet follow. */
 #define SHM_F_MORE 1u
@@ -73,16 +75,21 @@ typedef struct shm_peer {
     pid_t pid;
     uint8_t state;   /* SHM_LIVE, SHM_DONE, SHM_FAILED */
     uint8_t got_bye; /* its bye was consumed */
+    uint32_t rdma_out; /* this rank's RDMA actions toward it, in flight */
 } shm_peer;
 
 /** An RDMA action this rank started, waiting for the target's reply. */
 typedef struct shm_op {
     uint64_t token;
     void *local;
+    uint64_t len;
     int32_t peer;
-    uint32_t gen;  /* in the cookie: a stale reply is recognised */
-    uint32_t next; /* free list */
+    uint32_t gen;    /* in the cookie: a stale reply is recognised */
+    uint32_t next;   /* free list */
+    int32_t status;  /* a split copy: this rank's share, 0 or its error */
     uint8_t atomic;
+    uint8_t put;     /* RDMA_PUT (else GET or atomic) */
+    uint8_t split;   /* the target split the copy; this rank did its share */
     uint8_t used;
 } shm_op;
 
@@ -99,6 +106,7 @@ typedef struct shm_t {
     uint32_t nops;
     uint32_t free_op; /* UINT32_MAX: none */
     uint64_t probe_word;
+    uint64_t split_min; /* GET / PUT this long or longer: copy split (0: never) */
     int want_space; /* some queue is waiting for room */
 } shm_t;
 
@@ -107,6 +115,9 @@ typedef struct shm_t {
  *  toward `peer`: now if nothing is queued and it fits, else queued behind
  *  the rest. 0 or QUAY_ENOMEM. Never calls the sink. */
 int shm_send_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t len);
+/** The same, but only now: 1 if it went straight into the ring, 0 if
+ *  frames are queued ahead or it does not fit (nothing is queued then). */
+int shm_try_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t len);
 /** Try to move peer's queued frames into its rings. Returns the records
  *  written (0: none fit). */
 int shm_flush_peer(shm_t *t, int32_t peer);
@@ -118,6 +129,8 @@ int shm_drain_dead(shm_t *t, int32_t peer);
 void shm_drop_queues(shm_t *t, int32_t peer);
 
 /* shm_rdma.c */
+/** Read the single-copy knobs (QUAY_SHM_SPLIT_KB). 0 or QUAY_EINVAL. */
+int shm_rdma_config(shm_t *t);
 /** Start-up probe: can this rank process_vm_readv a sibling? Publishes
  *  the verdict in the header. */
 void shm_rdma_probe(shm_t *t);
