@@ -63,8 +63,9 @@ typedef struct qrt qrt;
  *
  * `base` (may be NULL for quay_config_default) is copied; the runtime sets
  * rank, nranks and transport_caps, applies the QUAY_* knobs above, and,
- * when `base` is NULL and the transport can do single-copy transfers,
- * raises frag_size to 512 KiB (fewer round trips per large message).
+ * when `base` is NULL or its frag_size is 0, picks the fragment size:
+ * 512 KiB when the transport can do single-copy transfers (fewer round
+ * trips per large message), else 64 KiB.
  * Returns 0, QUAY_EINVAL (bad environment; a message went to stderr),
  * QUAY_ENOTSUP (transport not available), QUAY_EPEER (a rank died during
  * start-up), or the engine's error.
@@ -100,6 +101,33 @@ int qrt_progress(qrt *rt, int64_t timeout_ns);
  * waiting on a peer that died completes with status.error = QUAY_EPEER.
  */
 int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
+
+/**
+ * Progress until ready(ctx) returns non-zero, with the same idle policy
+ * as qrt_wait (poll, then yield, then block in the transport). `ready`
+ * is called between steps, never from inside the engine, so it may make
+ * quay calls (e.g. quay_iprobe). Returns 0, or the engine's fatal code.
+ */
+int qrt_wait_until(qrt *rt, int (*ready)(void *ctx), void *ctx);
+
+/** 1 if world rank `peer` has failed (its process died, its connection
+ *  broke), else 0. */
+int qrt_peer_failed(const qrt *rt, int32_t peer);
+/** How many peers have failed so far (0 in a healthy job: a cheap test
+ *  before asking about each). */
+int32_t qrt_peers_failed(const qrt *rt);
+
+/**
+ * End the whole job now with exit status `code` (MPI_Abort): under a PMI
+ * process manager ask it to abort the job (Hydra then ends every rank
+ * and exits with `code`); then _exit(code), whose status quayrun passes
+ * on while it ends the other ranks. `msg` goes to the process manager.
+ * Never returns. `rt` may be NULL (not started yet: just the exit).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noreturn))
+#endif
+void qrt_abort(qrt *rt, int code, const char *msg);
 
 /** qrt_wait for each of reqs[0..n); sts may be NULL. */
 int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);

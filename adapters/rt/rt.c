@@ -28,6 +28,8 @@
 /* Single-copy transports move rendezvous data in frag_size pieces, one
  * request/reply each: larger pieces, fewer round trips. */
 #define RT_FRAG_RDMA (512u * 1024u)
+/* qrt_abort under PMI waits at most this many 100 ms steps to be killed. */
+#define RT_ABORT_WAIT_STEPS 50
 
 enum { PEER_OPEN = 0, PEER_BYE = 1, PEER_FAILED = 2 };
 
@@ -45,6 +47,7 @@ struct qrt {
     uint64_t dropped;
     uint8_t *peer;        /* PEER_* per world rank */
     int32_t peers_open;   /* peers that neither said bye nor failed */
+    int32_t peers_failed; /* peers that failed */
     int fatal;            /* the engine's fatal code, once seen */
     qpmi *pmi;            /* started by a PMI-1 process manager (Hydra) */
 };
@@ -107,6 +110,8 @@ static void peer_close(qrt *rt, int32_t peer, uint8_t how)
         return;
     rt->peer[peer] = how;
     rt->peers_open--;
+    if (how == PEER_FAILED)
+        rt->peers_failed++;
 }
 
 static void sink_peer_bye(void *ctx, int32_t peer)
@@ -278,6 +283,19 @@ int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
     if (rt == NULL || req == NULL)
         return QUAY_EINVAL;
     while (!quay_req_test(req, st)) {
+        int rc = wait_step(rt, &w);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int qrt_wait_until(qrt *rt, int (*ready)(void *ctx), void *ctx)
+{
+    idle_state w = {0, IDLE_POLL, 0};
+    if (rt == NULL || ready == NULL)
+        return QUAY_EINVAL;
+    while (!ready(ctx)) {
         int rc = wait_step(rt, &w);
         if (rc < 0)
             return rc;
@@ -477,13 +495,14 @@ int qrt_init(const quay_config *base, qrt **prt)
     if (rc == 0)
         rc = open_transport(rt);
     if (rc == 0) {
-        if (base != NULL) {
+        if (base != NULL)
             cfg = *base;
-        } else {
+        else
             quay_config_default(&cfg);
-            if (rt->t->caps & (QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT))
-                cfg.frag_size = RT_FRAG_RDMA;
-        }
+        if (base == NULL || base->frag_size == 0)
+            cfg.frag_size = rt->t->caps & (QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT)
+                                ? RT_FRAG_RDMA
+                                : (size_t)65536;
         cfg.rank = rt->rank;
         cfg.nranks = rt->size;
         cfg.transport_caps = rt->t->caps;
@@ -527,6 +546,35 @@ int32_t qrt_size(const qrt *rt)
 uint32_t qrt_caps(const qrt *rt)
 {
     return rt != NULL ? rt->t->caps : 0;
+}
+
+void qrt_abort(qrt *rt, int code, const char *msg)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (rt != NULL && rt->pmi != NULL && qpmi_abort(rt->pmi, code, msg != NULL ? msg : "aborted") == 0) {
+        /* The process manager now ends the job with this code. Exiting
+         * first would close our links: a peer could fail on them and
+         * send its own abort, whose code might win. Wait (bounded) to
+         * be killed instead. */
+        for (int i = 0; i < RT_ABORT_WAIT_STEPS; i++) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    _exit(code);
+}
+
+int qrt_peer_failed(const qrt *rt, int32_t peer)
+{
+    if (rt == NULL || peer < 0 || peer >= rt->size)
+        return 0;
+    return rt->peer[peer] == PEER_FAILED;
+}
+
+int32_t qrt_peers_failed(const qrt *rt)
+{
+    return rt != NULL ? rt->peers_failed : 0;
 }
 
 const char *qrt_transport_name(const qrt *rt)

@@ -1,0 +1,603 @@
+/*
+ * p2p.c — point-to-point: the four send modes (blocking and not),
+ * receive, sendrecv, probe and matched probe (MPI_Message handles),
+ * Get_count, and the buffered-send buffer.
+ *
+ * A blocking call posts the engine request and waits on it without
+ * making an MPI_Request (qmpi_wait_q); the I-forms wrap it in a handle.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qmpi.h"
+
+/* ---- argument checks ---------------------------------------------------------------- */
+
+/* Everything a send needs checked; *c and *bytes on success. */
+static int check_send(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
+                      int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
+{
+    int cls;
+    *c = qmpi_comm_get(comm);
+    if (*c == NULL)
+        return qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
+    /* MPI_DATATYPE_NULL with count 0 is taken as "no data" (MPICH does). */
+    if (count == 0 && dt == MPI_DATATYPE_NULL)
+        *bytes = 0;
+    else if ((cls = qmpi_check_buf(buf, count, dt, bytes)) != MPI_SUCCESS)
+        return qmpi_raise(comm, cls, fn, "invalid buffer, count %d or datatype", count);
+    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= (*c)->size))
+        return qmpi_raise(comm, MPI_ERR_RANK, fn, "invalid rank %d (communicator of %d)", dest,
+                          (int)(*c)->size);
+    if (tag < 0 || tag > QUAY_TAG_MAX)
+        return qmpi_raise(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
+    return MPI_SUCCESS;
+}
+
+static int check_recv(const char *fn, const void *buf, int count, MPI_Datatype dt, int source,
+                      int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
+{
+    int cls;
+    *c = qmpi_comm_get(comm);
+    if (*c == NULL)
+        return qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
+    if (count == 0 && dt == MPI_DATATYPE_NULL) {
+        if (bytes != NULL)
+            *bytes = 0;
+    } else {
+        if ((cls = qmpi_check_buf(buf, count, dt, bytes)) != MPI_SUCCESS)
+            return qmpi_raise(comm, cls, fn, "invalid buffer, count %d or datatype", count);
+    }
+    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
+        (source < 0 || source >= (*c)->size))
+        return qmpi_raise(comm, MPI_ERR_RANK, fn, "invalid rank %d (communicator of %d)",
+                          source, (int)(*c)->size);
+    if (tag != MPI_ANY_TAG && (tag < 0 || tag > QUAY_TAG_MAX))
+        return qmpi_raise(comm, MPI_ERR_TAG, fn, "invalid tag %d", tag);
+    return MPI_SUCCESS;
+}
+
+static int check_req_ptr(const char *fn, MPI_Comm comm, const MPI_Request *request)
+{
+    if (request == NULL)
+        return qmpi_raise(comm, MPI_ERR_ARG, fn, "request is NULL");
+    return MPI_SUCCESS;
+}
+
+/* ---- posting ------------------------------------------------------------------------ */
+
+static int post_send(const char *fn, const void *buf, size_t bytes, int dest, int tag,
+                     MPI_Comm comm, qmpi_comm *c, quay_send_mode mode, quay_req **q)
+{
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    int rc;
+    while ((rc = quay_isend(qmpi.e, c->q, buf, bytes, dest, tag, mode, q)) == QUAY_EAGAIN &&
+           qmpi_again(&rt, rc))
+        ;
+    if (rc == QUAY_ENOBUFS)
+        return qmpi_raise(comm, MPI_ERR_BUFFER, fn,
+                          "no room in the attached buffer for %zu bytes (plus "
+                          "MPI_BSEND_OVERHEAD)",
+                          bytes);
+    if (rc != 0)
+        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    return MPI_SUCCESS;
+}
+
+static int post_recv(const char *fn, void *buf, size_t bytes, int source, int tag,
+                     MPI_Comm comm, qmpi_comm *c, quay_req **q)
+{
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    int rc;
+    while ((rc = quay_irecv(qmpi.e, c->q, buf, bytes, source, tag, q)) == QUAY_EAGAIN &&
+           qmpi_again(&rt, rc))
+        ;
+    if (rc != 0)
+        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    return MPI_SUCCESS;
+}
+
+/* Blocking send in one of the four modes. */
+static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype dt,
+                         int dest, int tag, MPI_Comm comm, quay_send_mode mode)
+{
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    int rc = check_send(fn, buf, count, dt, dest, tag, comm, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
+        return rc;
+    return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
+}
+
+static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Datatype dt,
+                            int dest, int tag, MPI_Comm comm, quay_send_mode mode,
+                            MPI_Request *request)
+{
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    int rc = check_send(fn, buf, count, dt, dest, tag, comm, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_req_ptr(fn, comm, request);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = qmpi_req_new(q, comm, QMPI_REQ_SEND, request, NULL)) != MPI_SUCCESS)
+        return qmpi_raise(comm, rc, fn, "out of request handles");
+    qmpi_poll(); /* the send leaves now, not at the next call */
+    return MPI_SUCCESS;
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+             MPI_Comm comm)
+{
+    QMPI_ENTER(__func__);
+    return send_blocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_STANDARD);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm)
+{
+    QMPI_ENTER(__func__);
+    return send_blocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_SYNC);
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm)
+{
+    QMPI_ENTER(__func__);
+    return send_blocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_READY);
+}
+
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm)
+{
+    QMPI_ENTER(__func__);
+    return send_blocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_BUFFERED);
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_nonblocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_STANDARD,
+                            request);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_nonblocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_SYNC,
+                            request);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_nonblocking(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_READY,
+                            request);
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_nonblocking(__func__, buf, count, datatype, dest, tag, comm,
+                            QUAY_SEND_BUFFERED, request);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    QMPI_ENTER(__func__);
+    int rc = check_recv(__func__, buf, count, datatype, source, tag, comm, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = post_recv(__func__, buf, bytes, source, tag, comm, c, &q)) != MPI_SUCCESS)
+        return rc;
+    return qmpi_wait_q(__func__, q, comm, source == MPI_ANY_SOURCE, status);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    qmpi_req *r;
+    QMPI_ENTER(__func__);
+    int rc = check_recv(__func__, buf, count, datatype, source, tag, comm, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_req_ptr(__func__, comm, request);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = post_recv(__func__, buf, bytes, source, tag, comm, c, &q)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = qmpi_req_new(q, comm, QMPI_REQ_RECV, request, &r)) != MPI_SUCCESS)
+        return qmpi_raise(comm, rc, __func__, "out of request handles");
+    r->wild = source == MPI_ANY_SOURCE;
+    return MPI_SUCCESS;
+}
+
+/* ---- sendrecv ----------------------------------------------------------------------- */
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                 int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    qmpi_comm *c;
+    size_t sbytes, rbytes;
+    quay_req *sq, *rq;
+    QMPI_ENTER(__func__);
+    int rc = check_send(__func__, sendbuf, sendcount, sendtype, dest, sendtag, comm, &c, &sbytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_recv(__func__, recvbuf, recvcount, recvtype, source, recvtag, comm, &c,
+                        &rbytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* The receive first: a message from ourselves then finds it. */
+    if ((rc = post_recv(__func__, recvbuf, rbytes, source, recvtag, comm, c, &rq)) != MPI_SUCCESS)
+        return rc;
+    rc = post_send(__func__, sendbuf, sbytes, dest, sendtag, comm, c, QUAY_SEND_STANDARD, &sq);
+    if (rc != MPI_SUCCESS) {
+        quay_cancel(qmpi.e, rq);
+        quay_req_free(qmpi.e, rq);
+        return rc;
+    }
+    int src = qmpi_wait_q(__func__, sq, comm, 0, MPI_STATUS_IGNORE);
+    int rrc = qmpi_wait_q(__func__, rq, comm, source == MPI_ANY_SOURCE, status);
+    return src != MPI_SUCCESS ? src : rrc;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *sq, *rq;
+    QMPI_ENTER(__func__);
+    int rc = check_send(__func__, buf, count, datatype, dest, sendtag, comm, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_recv(__func__, buf, count, datatype, source, recvtag, comm, &c, &bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* Receive into a copy, send from buf, then replace. */
+    void *tmp = malloc(bytes > 0 ? bytes : 1);
+    if (tmp == NULL)
+        return qmpi_raise(comm, MPI_ERR_NO_MEM, __func__, "no memory for %zu bytes", bytes);
+    if ((rc = post_recv(__func__, tmp, bytes, source, recvtag, comm, c, &rq)) != MPI_SUCCESS) {
+        free(tmp);
+        return rc;
+    }
+    rc = post_send(__func__, buf, bytes, dest, sendtag, comm, c, QUAY_SEND_STANDARD, &sq);
+    if (rc != MPI_SUCCESS) {
+        quay_cancel(qmpi.e, rq);
+        quay_req_free(qmpi.e, rq);
+        free(tmp);
+        return rc;
+    }
+    MPI_Status st;
+    int src = qmpi_wait_q(__func__, sq, comm, 0, MPI_STATUS_IGNORE);
+    int rrc = qmpi_wait_q(__func__, rq, comm, source == MPI_ANY_SOURCE, &st);
+    if (src == MPI_SUCCESS && rrc == MPI_SUCCESS)
+        memcpy(buf, tmp, (size_t)st.quay_bytes);
+    free(tmp);
+    if (status != MPI_STATUS_IGNORE && status != NULL) {
+        int err = status->MPI_ERROR;
+        *status = st;
+        status->MPI_ERROR = err;
+    }
+    return src != MPI_SUCCESS ? src : rrc;
+}
+
+/* ---- probes --------------------------------------------------------------------------- */
+
+typedef struct probe {
+    qmpi_comm *c;
+    int source, tag, matched; /* matched: take the message (Mprobe) */
+    int found, rc;
+    quay_status st;
+    quay_msg *msg;
+} probe;
+
+/* One look for the message; found or an error ends the wait. */
+static int probe_once(void *ctx)
+{
+    probe *p = ctx;
+    if (p->matched) {
+        p->rc = quay_improbe(qmpi.e, p->c->q, p->source, p->tag, &p->msg, &p->st);
+        if (p->rc == QUAY_EAGAIN) { /* a pool is full: progress frees it */
+            p->rc = 0;
+            return 0;
+        }
+        p->found = p->rc == 0 && p->msg != NULL;
+    } else {
+        p->rc = quay_iprobe(qmpi.e, p->c->q, p->source, p->tag, &p->found, &p->st);
+    }
+    if (p->rc != 0 || p->found)
+        return 1;
+    /* A probe for a process that failed (or for anyone, once a member
+     * failed) would wait forever. */
+    if (p->source == MPI_ANY_SOURCE ? qmpi_comm_has_failed(p->c)
+                                    : qrt_peer_failed(qmpi.rt,
+                                                      quay_comm_world_rank(p->c->q, p->source))) {
+        p->rc = QUAY_EPEER;
+        return 1;
+    }
+    return 0;
+}
+
+static int probe_common(const char *fn, int source, int tag, MPI_Comm comm, int block,
+                        int matched, int *flag, MPI_Message *message, MPI_Status *status)
+{
+    probe p;
+    memset(&p, 0, sizeof p);
+    int rc = check_recv(fn, NULL, 0, MPI_DATATYPE_NULL, source, tag, comm, &p.c, NULL);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((!block && flag == NULL) || (matched && message == NULL))
+        return qmpi_raise(comm, MPI_ERR_ARG, fn, "flag or message is NULL");
+    p.source = source;
+    p.tag = tag;
+    p.matched = matched;
+    if (!probe_once(&p)) {
+        if (block) {
+            qmpi_wait_until(fn, probe_once, &p);
+        } else {
+            qmpi_poll();
+            probe_once(&p);
+        }
+    }
+    if (p.rc != 0)
+        return qmpi_raise(comm, qmpi_class_of(p.rc), fn, "%s", quay_strerror(p.rc));
+    if (flag != NULL)
+        *flag = p.found;
+    if (!p.found)
+        return MPI_SUCCESS;
+    if (status != MPI_STATUS_IGNORE && status != NULL)
+        qmpi_status_set(status, &p.st);
+    if (matched) {
+        if (p.msg == QUAY_MSG_NO_PROC) {
+            *message = MPI_MESSAGE_NO_PROC;
+        } else if ((rc = qmpi_msg_new(p.msg, comm, message)) != MPI_SUCCESS) {
+            return qmpi_raise(comm, rc, fn, "out of message handles");
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    QMPI_ENTER(__func__);
+    return probe_common(__func__, source, tag, comm, 1, 0, NULL, NULL, status);
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    QMPI_ENTER(__func__);
+    return probe_common(__func__, source, tag, comm, 0, 0, flag, NULL, status);
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    QMPI_ENTER(__func__);
+    return probe_common(__func__, source, tag, comm, 1, 1, NULL, message, status);
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status)
+{
+    QMPI_ENTER(__func__);
+    int rc = probe_common(__func__, source, tag, comm, 0, 1, flag, message, status);
+    if (rc == MPI_SUCCESS && flag != NULL && !*flag && message != NULL)
+        *message = MPI_MESSAGE_NULL;
+    return rc;
+}
+
+/* ---- MPI_Message handles ----------------------------------------------------------------- */
+
+#define MSG_BASE 0x30000000
+#define MSG_MAX (1 << 20)
+
+typedef struct msg_slot {
+    quay_msg *m; /* NULL: free */
+    MPI_Comm comm;
+} msg_slot;
+
+static msg_slot *msgs;
+static int32_t nmsgs;
+
+int qmpi_msg_new(quay_msg *m, MPI_Comm comm, MPI_Message *h)
+{
+    int32_t i;
+    for (i = 1; i < nmsgs; i++)
+        if (msgs[i].m == NULL)
+            break;
+    if (i >= nmsgs) {
+        int32_t n = nmsgs > 0 ? 2 * nmsgs : 16;
+        if (n > MSG_MAX)
+            return MPI_ERR_NO_MEM;
+        msg_slot *s = realloc(msgs, (size_t)n * sizeof *s);
+        if (s == NULL)
+            return MPI_ERR_NO_MEM;
+        memset(s + nmsgs, 0, (size_t)(n - nmsgs) * sizeof *s);
+        msgs = s;
+        i = nmsgs > 0 ? nmsgs : 1;
+        nmsgs = n;
+    }
+    msgs[i].m = m;
+    msgs[i].comm = comm;
+    *h = MSG_BASE + i;
+    return MPI_SUCCESS;
+}
+
+quay_msg *qmpi_msg_take(MPI_Message h, MPI_Comm *comm)
+{
+    if (h <= MSG_BASE || h - MSG_BASE >= nmsgs || msgs[h - MSG_BASE].m == NULL)
+        return NULL;
+    msg_slot *s = &msgs[h - MSG_BASE];
+    quay_msg *m = s->m;
+    *comm = s->comm;
+    s->m = NULL;
+    return m;
+}
+
+void qmpi_msgs_fini(void)
+{
+    free(msgs);
+    msgs = NULL;
+    nmsgs = 0;
+}
+
+/* Resolve *message for Mrecv / Imrecv: the engine message (or
+ * QUAY_MSG_NO_PROC) and its communicator. */
+static int message_take(const char *fn, const MPI_Message *message, quay_msg **m, MPI_Comm *comm)
+{
+    if (message == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "message is NULL");
+    if (*message == MPI_MESSAGE_NO_PROC) {
+        *m = QUAY_MSG_NO_PROC;
+        *comm = MPI_COMM_WORLD;
+        return MPI_SUCCESS;
+    }
+    /* Checked before taking, so that a bad buffer leaves it in place. */
+    if (*message <= MSG_BASE || *message - MSG_BASE >= nmsgs || msgs[*message - MSG_BASE].m == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn, "invalid message handle");
+    *comm = msgs[*message - MSG_BASE].comm;
+    *m = NULL;
+    return MPI_SUCCESS;
+}
+
+static int mrecv_post(const char *fn, void *buf, int count, MPI_Datatype dt,
+                      MPI_Message *message, quay_req **q, MPI_Comm *comm)
+{
+    quay_msg *m = NULL;
+    size_t bytes;
+    int rc = message_take(fn, message, &m, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = qmpi_check_buf(buf, count, dt, &bytes)) != MPI_SUCCESS)
+        return qmpi_raise(*comm, rc, fn, "invalid buffer, count %d or datatype", count);
+    if (m == NULL)
+        m = qmpi_msg_take(*message, comm);
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    while ((rc = quay_imrecv(qmpi.e, m, buf, bytes, q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
+        ;
+    if (rc != 0)
+        return qmpi_raise(*comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    *message = MPI_MESSAGE_NULL;
+    return MPI_SUCCESS;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status)
+{
+    quay_req *q;
+    MPI_Comm comm;
+    QMPI_ENTER(__func__);
+    int rc = mrecv_post(__func__, buf, count, datatype, message, &q, &comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return qmpi_wait_q(__func__, q, comm, 0, status);
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request)
+{
+    quay_req *q;
+    MPI_Comm comm;
+    QMPI_ENTER(__func__);
+    if (request == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "request is NULL");
+    int rc = mrecv_post(__func__, buf, count, datatype, message, &q, &comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((rc = qmpi_req_new(q, comm, QMPI_REQ_RECV, request, NULL)) != MPI_SUCCESS)
+        return qmpi_raise(comm, rc, __func__, "out of request handles");
+    return MPI_SUCCESS;
+}
+
+/* ---- counts ------------------------------------------------------------------------------ */
+
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    QMPI_ENTER(__func__);
+    const qmpi_type *t = qmpi_type_get(datatype);
+    if (status == NULL || status == MPI_STATUS_IGNORE || count == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "status or count is NULL");
+    if (t == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_TYPE, __func__, "invalid datatype");
+    long long b = status->quay_bytes;
+    if (t->size == 0)
+        *count = b == 0 ? 0 : MPI_UNDEFINED;
+    else if (b % t->size != 0 || b / t->size > 0x7fffffff)
+        *count = MPI_UNDEFINED;
+    else
+        *count = (int)(b / t->size);
+    return MPI_SUCCESS;
+}
+
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    /* Predefined types only: elements are whole datatypes. */
+    return MPI_Get_count(status, datatype, count);
+}
+
+/* ---- buffered sends --------------------------------------------------------------------- */
+
+int MPI_Buffer_attach(void *buffer, int size)
+{
+    QMPI_ENTER(__func__);
+    if (size < 0)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "negative size %d", size);
+    if (buffer == NULL && size > 0)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_BUFFER, __func__, "buffer is NULL");
+    int rc = quay_buffer_attach(qmpi.e, buffer, (size_t)size);
+    if (rc == QUAY_EBUSY)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_BUFFER, __func__,
+                          "a buffer is already attached");
+    if (rc != 0)
+        return qmpi_raise(MPI_COMM_WORLD, qmpi_class_of(rc), __func__, "%s", quay_strerror(rc));
+    return MPI_SUCCESS;
+}
+
+static int buffer_free(void *ctx)
+{
+    int *rc = ctx;
+    void *b;
+    size_t n;
+    /* Probe: detach fails with EBUSY while messages still use it, and
+     * succeeds (detaching) otherwise; the caller re-reads the result. */
+    *rc = quay_buffer_detach(qmpi.e, &b, &n);
+    if (*rc == 0)
+        quay_buffer_attach(qmpi.e, b, n);
+    return *rc != QUAY_EBUSY;
+}
+
+int MPI_Buffer_detach(void *buffer_addr, int *size)
+{
+    QMPI_ENTER(__func__);
+    if (buffer_addr == NULL || size == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "buffer_addr or size is NULL");
+    /* MPI: blocks until the buffered messages have gone. */
+    int rc;
+    if (!buffer_free(&rc))
+        qmpi_wait_until(__func__, buffer_free, &rc);
+    void *b = NULL;
+    size_t n = 0;
+    rc = quay_buffer_detach(qmpi.e, &b, &n);
+    if (rc != 0 && rc != QUAY_EINVAL) /* EINVAL: none attached */
+        return qmpi_raise(MPI_COMM_WORLD, qmpi_class_of(rc), __func__, "%s", quay_strerror(rc));
+    *(void **)buffer_addr = b;
+    *size = (int)n;
+    return MPI_SUCCESS;
+}
