@@ -37,6 +37,11 @@ qmpi_comm *qmpi_comm_get(MPI_Comm comm)
     return slot_of(comm, 0);
 }
 
+qmpi_comm *qmpi_comm_held(MPI_Comm comm)
+{
+    return slot_of(comm, 1);
+}
+
 MPI_Errhandler qmpi_comm_errhandler(MPI_Comm comm)
 {
     qmpi_comm *c = slot_of(comm, 1);

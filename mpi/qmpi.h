@@ -92,6 +92,9 @@ typedef struct qmpi_comm {
 
 /* The communicator behind a handle (not freed by the program), or NULL. */
 qmpi_comm *qmpi_comm_get(MPI_Comm comm);
+/* The same, also while freed by the program but still held by pending
+ * requests (for those requests). */
+qmpi_comm *qmpi_comm_held(MPI_Comm comm);
 /* The error handler errors on `comm` go to: its own, or MPI_COMM_WORLD's
  * for a bad handle. */
 MPI_Errhandler qmpi_comm_errhandler(MPI_Comm comm);

@@ -184,8 +184,9 @@ int qmpi_req_ready(qmpi_req *r)
     if (quay_req_test(r->q, NULL))
         return 1;
     if (r->wild == 1) {
-        qmpi_comm *c = qmpi_comm_get(r->comm);
-        if (c == NULL || qmpi_comm_has_failed(c)) {
+        /* The program may have freed the communicator since. */
+        qmpi_comm *c = qmpi_comm_held(r->comm);
+        if (c != NULL && qmpi_comm_has_failed(c)) {
             /* ULFM's rule: a wildcard receive cannot tell whether the
              * dead process would have sent; it fails rather than hang.
              * A receive already matched is not cancelled and finishes. */

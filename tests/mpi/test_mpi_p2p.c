@@ -320,6 +320,26 @@ static void isolation(void)
     MPI_Comm_free(&dup);
     MPI_Comm_free(&rev);
     CHECK(dup == MPI_COMM_NULL && rev == MPI_COMM_NULL);
+    /* MPI_Comm_free with a receive still pending on it: the receive
+     * completes normally (MPI-3.1 §6.4.3). */
+    MPI_Comm tmp;
+    MPI_Request r;
+    MPI_Comm_dup(MPI_COMM_WORLD, &tmp);
+    if (rank == 1) {
+        int got = 0;
+        MPI_Irecv(&got, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, tmp, &r);
+        MPI_Comm_free(&tmp);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Status st;
+        CHECK(MPI_Wait(&r, &st) == MPI_SUCCESS && got == 31 && st.MPI_SOURCE == 0);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            x = 31;
+            MPI_Send(&x, 1, MPI_INT, 1, 3, tmp);
+        }
+        MPI_Comm_free(&tmp);
+    }
     /* Many communicators made and freed: ids and slots are reused well. */
     for (int i = 0; i < 300; i++) {
         MPI_Comm c;
