@@ -397,8 +397,9 @@ enum {
 };
 
 /** Size of the largest header (channel frame + engine header) on a
- *  packet; max_packet must leave room for it. */
-#define QUAY_MAX_HEADER 64
+ *  packet: a 48-byte RTR or wildcard-arbitration header in a 20-byte
+ *  channel frame. max_packet must leave room for it. */
+#define QUAY_MAX_HEADER 68
 
 /** Fill `cfg` with defaults (documented per field) and stamp the version. */
 QUAY_API void quay_config_default(quay_config *cfg);

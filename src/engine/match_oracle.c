@@ -107,3 +107,8 @@ void oracle_remove_unexp(oracle *o, const umsg *m)
 {
     remove_at(o->unexp, &o->nunexp, m);
 }
+
+umsg *oracle_unexp_at(const oracle *o, uint32_t i)
+{
+    return i < o->nunexp ? (umsg *)o->unexp[i].obj : NULL;
+}

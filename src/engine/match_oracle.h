@@ -23,5 +23,8 @@ void oracle_remove_posted(oracle *o, const quay_req *r);
 umsg *oracle_find_unexp(oracle *o, uint32_t ctx, int32_t src, int32_t tag);
 void oracle_add_unexp(oracle *o, umsg *m);
 void oracle_remove_unexp(oracle *o, const umsg *m);
+/** The i-th unexpected message in arrival order (all contexts), NULL past
+ *  the last: how a snapshot walks them when the oracle is the matcher. */
+umsg *oracle_unexp_at(const oracle *o, uint32_t i);
 
 #endif /* QUAY_ENGINE_MATCH_ORACLE_H */

@@ -97,7 +97,10 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
     /* Validate everything before changing anything. */
     uint64_t bit = cts_bit(r, h->index);
     int final = h->grant == nf;
-    if (h->grant > nf || bit == 0 ||
+    /* A receiver sends a CTS only to raise its grant (one, granting
+     * nothing, when it accepts no bytes): at most max(nf, 1) of them. A
+     * higher index is forged. */
+    if (h->grant > nf || h->index > (nf != 0 ? nf : 1) || bit == 0 ||
         (r->cts_total != 0 && (final || h->index > r->cts_total)))
         return QUAY_ESTATE;
 

@@ -19,6 +19,7 @@
 
 #include <stdlib.h> /* qsort */
 
+#include "engine/match_oracle.h"
 #include "flowctl/crc32c.h"
 
 #define SNAP_VERSION 4u
@@ -626,7 +627,7 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
          (r->nfrags != 0 && (r->frag == 0 || (uint64_t)r->frag * r->nfrags < r->accepted))))
         return 0;
     if (sending && (r->next_frag > r->nfrags || r->frags_done > r->nfrags ||
-                    r->cts_total > r->nfrags))
+                    r->cts_total > (r->nfrags != 0 ? r->nfrags : 1u)))
         return 0;
     if (r->state == QUAY_RS_RECV_RNDV && (r->received > r->accepted || r->base > r->nfrags))
         return 0;
@@ -1016,6 +1017,13 @@ static void sx_msgs(snap *s)
             for (uint32_t c = 0; c < e->ncomms_max; c++) {
                 if (!e->comms[c].in_use)
                     continue;
+                if (!e->m.use_fast) { /* the oracle matches: its list */
+                    umsg *m;
+                    for (uint32_t i = 0; (m = oracle_unexp_at(e->m.oracle, i)) != NULL; i++)
+                        if (m->comm == &e->comms[c])
+                            sx_msg(s, list, m, -1, NULL);
+                    continue;
+                }
                 qlink *h = &e->comms[c].unexp_all;
                 for (qlink *l = ql_first(h); l != NULL; l = ql_next(h, l))
                     sx_msg(s, list, QUAY_CONTAINER_OF(l, umsg, alink), -1, NULL);
