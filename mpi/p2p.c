@@ -244,6 +244,14 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                         &rbytes);
     if (rc != MPI_SUCCESS)
         return rc;
+    /* MPI-3.1 §3.10: the buffers must be disjoint (Sendrecv_replace is for
+     * one buffer); an overlap would receive into what is being sent. */
+    if (sbytes > 0 && rbytes > 0 && dest != MPI_PROC_NULL && source != MPI_PROC_NULL) {
+        uintptr_t s0 = (uintptr_t)sendbuf, r0 = (uintptr_t)recvbuf;
+        if (s0 < r0 + rbytes && r0 < s0 + sbytes)
+            return qmpi_raise(comm, MPI_ERR_BUFFER, __func__,
+                              "send and receive buffers overlap (use MPI_Sendrecv_replace)");
+    }
     /* The receive first: a message from ourselves then finds it. */
     if ((rc = post_recv(__func__, recvbuf, rbytes, source, recvtag, comm, c, &rq)) != MPI_SUCCESS)
         return rc;

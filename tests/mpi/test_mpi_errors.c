@@ -67,6 +67,9 @@ static void bad_arguments(void)
     EXPECT(MPI_Send(buf, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
     EXPECT(MPI_Send(buf, 1, (MPI_Datatype)0x4c0000ff, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
     EXPECT(MPI_Send(NULL, 2, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    EXPECT(MPI_Sendrecv(buf, 2, MPI_INT, rank, 0, buf + 1, 2, MPI_INT, rank, 0, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE),
+           MPI_ERR_BUFFER); /* overlapping buffers */
     EXPECT(MPI_Bcast(buf, -2, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
     EXPECT(MPI_Bcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
     EXPECT(MPI_Type_size(MPI_DATATYPE_NULL, &count), MPI_ERR_TYPE);
