@@ -122,6 +122,7 @@ typedef struct qmpi_req {
     uint8_t orphan;  /* MPI_Request_free'd while running a reduction whose
                         context lives here: freed when it completes */
     int32_t next_free;
+    int32_t idx;        /* its own slot index (set once, kept) */
     qmpi_reduction red; /* a reduction's context (QMPI_REQ_COLL) */
 } qmpi_req;
 

@@ -43,6 +43,7 @@ static int32_t slot_alloc(void)
         /* Index 0 would make handle 0x2c000000, MPI_REQUEST_NULL. */
         for (int i = CHUNK_SLOTS - 1; i >= 0; i--) {
             int32_t idx = nslots + i;
+            c[i].idx = idx;
             if (idx == 0)
                 continue;
             c[i].next_free = free_head;
@@ -57,10 +58,7 @@ static int32_t slot_alloc(void)
 
 static int32_t slot_index(const qmpi_req *r)
 {
-    for (int32_t c = 0; c * CHUNK_SLOTS < nslots; c++)
-        if (r >= chunks[c] && r < chunks[c] + CHUNK_SLOTS)
-            return c * CHUNK_SLOTS + (int32_t)(r - chunks[c]);
-    return -1;
+    return r->idx;
 }
 
 /* Orphans whose reduction has finished go back to the free list. */
@@ -99,6 +97,7 @@ int qmpi_req_new(quay_req *q, MPI_Comm comm, int kind, MPI_Request *h, qmpi_req 
     uint16_t gen = r->gen;
     memset(r, 0, sizeof *r);
     r->gen = gen;
+    r->idx = i;
     r->q = q;
     r->comm = comm;
     r->kind = (uint8_t)kind;

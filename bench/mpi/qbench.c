@@ -1,8 +1,8 @@
 /*
  * qbench.c — MPI point-to-point and collective benchmarks, one source for
  * every MPI: built with MPICH's mpicc (qbench_mpich, bench/compare.sh)
- * and with quay's benchmark shim (qbench_quay, bench/mpi/shim), so that
- * both run exactly the same loops. Standard MPI only (<mpi.h>).
+ * and with quay's MPI binding (qbench_quay, mpi/), so that both run
+ * exactly the same loops. Standard MPI only (<mpi.h>).
  *
  *   mpiexec -n 2 qbench_mpich [options] [bench...]
  *   quayrun -n 2 [--transport tcp] qbench_quay [options] [bench...]
@@ -24,6 +24,37 @@
  *              broadcast does not synchronise); us. 8 B .. 1 MiB.
  *   allreduce  MPI_Allreduce of doubles, MPI_SUM, back to back; us.
  *              8 B (one double) .. 1 MiB.
+ *   reduce     MPI_Reduce of doubles, MPI_SUM, to rank 0, each call timed
+ *              alone and followed by an untimed MPI_Barrier (as bcast,
+ *              and as OSU's osu_reduce: a reduce does not synchronise the
+ *              root with the others); us. 8 B .. 1 MiB.
+ *   match      McMPI's InOrderTags / ReverseOrderTags: the cost of one
+ *              receive against the depth D of the posted or of the
+ *              unexpected queue; us per receive. Rank 1 sends D 8-byte
+ *              messages with tags T, T+1, .., T+D-1 (T = 1000) to rank 0,
+ *              which posts D MPI_Irecv, one per tag, in the same order
+ *              ("in": every message or receive matches the head of the
+ *              other queue) or in reverse ("rev": every one matches its
+ *              tail, so a linear queue is searched through: D(D-1)/2
+ *              failed compares per batch), then MPI_Waitall. Four
+ *              variants, each at depths 1, 10, 100, 1000, 10000 (--quick:
+ *              1, 100, 10000; --depth):
+ *                match_posted_in, match_posted_rev: rank 0 posts the D
+ *                  receives, then sends rank 1 a 0-byte "go"; rank 1
+ *                  sends the D messages, which all find their receive
+ *                  posted. Timed at rank 0: posting, go, Waitall (so the
+ *                  sender's cost and one message's latency are in it).
+ *                match_unexp_in, match_unexp_rev: rank 0 sends "go";
+ *                  rank 1 sends the D messages and then a sentinel with
+ *                  another tag, which rank 0 receives first (McMPI's
+ *                  Ch. 5 set-up): by then all D sit in the unexpected
+ *                  queue (delivery is in order per peer). Timed at rank
+ *                  0: posting the D receives and Waitall, all local.
+ *              Value: a batch's time / D. rev - in is the matching's
+ *              share: a linear queue costs (rev - in) = t_u (D-1)/2 per
+ *              receive, t_u the cost of one failed compare (McMPI's
+ *              t_u = 2(t_r - t_i) / (D(D-1)) with batch times); a hashed
+ *              one stays flat in D. Up to 16,000 receives outstanding.
  * Point-to-point tests run between ranks 0 and 1 (others only join the
  * bookkeeping); collectives use every rank and report the average of the
  * ranks' times.
@@ -36,23 +67,28 @@
  * until one run takes >= 1/8 of a repetition (rank 0's clock decides for
  * everyone; the first, cold run never decides); then --reps repetitions
  * (7; 3 with --quick) of a timed loop sized from the warm-up to last
- * about --rep-ms (150; 30 with --quick), each started after an
- * MPI_Barrier. Printed: the median and the best of the repetitions' time
- * per iteration, converted to the unit ("best" is the fastest
- * repetition: the lowest latency, the highest bandwidth); CSV carries
- * the median (or the best with --stat min). On a small, noisy machine
+ * about --rep-ms (150; 30 with --quick; at least 2 iterations, or 1
+ * batch for match), each started after an MPI_Barrier. Printed: the
+ * median and the best of the repetitions' time per iteration, converted
+ * to the unit ("best" is the fastest repetition: the lowest latency, the
+ * highest bandwidth); CSV carries the median (or the best with --stat
+ * min). On a small, noisy machine
  * the median is the honest figure, the best the one least touched by
  * other work.
  *
  * Data check, once per size and outside the timed loops: messages (each
  * window slot its own) and broadcasts carry a seeded pattern that the
  * receiver checks byte for byte together with the received count;
- * allreduce inputs are small integers in doubles, so the sums are exact
- * and are compared exactly. A mismatch aborts the run (MPI_Abort, 2).
+ * allreduce and reduce inputs are small integers in doubles, so the sums
+ * are exact and are compared exactly (reduce at root 0 and at the last
+ * rank, allreduce and reduce in place too); match checks one batch per
+ * depth: each receive's tag (the match order), count and pattern. A
+ * mismatch aborts the run (MPI_Abort, 2).
  *
- * Output: a table per benchmark, or with --csv the lines
- * "bench,size,value,unit" (after a header line and '#' comments; the
- * last line is "# done").
+ * Output: a table per benchmark (match: one per variant, "size" is the
+ * depth), or with --csv the lines "bench,size,value,unit" (after a header
+ * line and '#' comments; the last line is "# done"; match's bench is the
+ * variant, e.g. match_unexp_rev, and its size the depth).
  */
 #include <mpi.h>
 
@@ -68,13 +104,37 @@
 #define QB_SLOT_AREA (16u * QB_MIB)
 #define QB_ITERS_MAX 100000000L
 #define QB_ITERS_MIN 2L
+/* match: payload of each message; most receives outstanding (quay's MPI
+ * binding pools 16,384 requests and 16,384 unexpected messages). */
+#define QB_MATCH_SIZE 8u
+#define QB_DEPTH_MAX 16000
 
 enum { TAG_PING = 11, TAG_STREAM = 12, TAG_ACK = 13, TAG_BI = 14 };
+/* match: TAG_MATCH .. TAG_MATCH + depth - 1 (MPI_TAG_UB >= 32767) */
+enum { TAG_GO = 15, TAG_SENTINEL = 16, TAG_MATCH = 1000 };
 
-enum { B_LATENCY, B_BW, B_BIBW, B_RATE, B_BARRIER, B_BCAST, B_ALLREDUCE, B_COUNT };
+enum {
+    B_LATENCY,
+    B_BW,
+    B_BIBW,
+    B_RATE,
+    B_BARRIER,
+    B_BCAST,
+    B_ALLREDUCE,
+    B_REDUCE,
+    B_MATCH,
+    B_COUNT
+};
 
-static const char *const bench_names[B_COUNT] = {"latency", "bw",    "bibw",     "rate",
-                                                 "barrier", "bcast", "allreduce"};
+static const char *const bench_names[B_COUNT] = {
+    "latency", "bw", "bibw", "rate", "barrier", "bcast", "allreduce", "reduce", "match"};
+
+/* match's variants: bit 0 reverse, bit 1 unexpected. */
+enum { M_POSTED_IN, M_POSTED_REV, M_UNEXP_IN, M_UNEXP_REV, M_COUNT };
+static const char *const match_names[M_COUNT] = {"match_posted_in", "match_posted_rev",
+                                                 "match_unexp_in", "match_unexp_rev"};
+static const size_t match_depths[] = {1, 10, 100, 1000, 10000};
+static const size_t match_depths_quick[] = {1, 100, 10000};
 
 /* Keep bw_sizes in step with raw_tcp.c. */
 static const size_t lat_sizes[] = {0,     1,          8,          64,        512,
@@ -91,7 +151,11 @@ typedef struct qb_opts {
     size_t max_size;
     size_t only[16]; /* --size: run these sizes only (nonly of them) */
     int nonly;
+    int quick;
+    size_t depths[16]; /* --depth: match at these depths (ndepths) */
+    int ndepths;
     unsigned which; /* bit per B_* */
+    unsigned mwhich; /* match: bit per M_* */
 } qb_opts;
 
 typedef struct qb {
@@ -104,6 +168,9 @@ typedef struct qb {
      * ((MPI_Status *)1) for an empty array (-Wstringop-overflow). */
     MPI_Status *no_sts;
     double *vals;               /* reps */
+    int variant;                /* match: the M_* being run */
+    MPI_Request *mreqs;         /* match: QB_DEPTH_MAX + 1 */
+    MPI_Status *msts;           /* match: QB_DEPTH_MAX */
 } qb;
 
 /* A benchmark's timed loop: `iters` iterations, returns this rank's
@@ -315,6 +382,95 @@ static void qb_verify_allreduce(qb *b, size_t size)
             qb_fail(b, "allreduce (in place): element %zu is %.17g", i, y[i]);
 }
 
+/* As allreduce's, at root 0 and at the last rank; the root in place too. */
+static void qb_verify_reduce(qb *b, size_t size)
+{
+    size_t count = size / sizeof(double);
+    double *x = (double *)(void *)b->sbuf, *y = (double *)(void *)b->rbuf;
+    double n = (double)b->size;
+    for (int pass = 0; pass < 2; pass++) {
+        int root = pass == 0 ? 0 : b->size - 1;
+        for (size_t i = 0; i < count; i++) {
+            x[i] = (double)(b->rank + 1) * (double)(i % 1021 + 1);
+            y[i] = -1;
+        }
+        MPI_Reduce(x, y, (int)count, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+        if (b->rank == root)
+            for (size_t i = 0; i < count; i++)
+                if (y[i] != n * (n + 1) / 2 * (double)(i % 1021 + 1))
+                    qb_fail(b, "reduce (root %d): element %zu of %zu is %.17g, expected %.17g",
+                            root, i, count, y[i], n * (n + 1) / 2 * (double)(i % 1021 + 1));
+    }
+    for (size_t i = 0; i < count; i++) {
+        x[i] = (double)(b->rank + 1);
+        y[i] = (double)(b->rank + 1);
+    }
+    MPI_Reduce(b->rank == 0 ? MPI_IN_PLACE : (const void *)x, y, (int)count, MPI_DOUBLE, MPI_SUM,
+               0, MPI_COMM_WORLD);
+    if (b->rank == 0)
+        for (size_t i = 0; i < count; i++)
+            if (y[i] != n * (n + 1) / 2)
+                qb_fail(b, "reduce (root 0 in place): element %zu is %.17g", i, y[i]);
+}
+
+/* One batch of match's variant b->variant at `depth` between ranks 0
+ * (receiver) and 1 (sender); returns rank 0's timed seconds. `check`:
+ * the verifying batch (patterns filled, every receive's tag, count and
+ * bytes compared after the timing). */
+static double qb_match_batch(qb *b, size_t depth, int check)
+{
+    int d = (int)depth, rev = b->variant & 1, unexp = (b->variant & 2) != 0;
+    double t = 0;
+    if (b->rank == 0) {
+        double t0 = 0;
+        if (check)
+            memset(b->rbuf, 0xEE, depth * QB_MATCH_SIZE);
+        if (unexp) {
+            MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_GO, MPI_COMM_WORLD);
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_SENTINEL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        t0 = MPI_Wtime();
+        for (int i = 0; i < d; i++)
+            MPI_Irecv(b->rbuf + (size_t)i * QB_MATCH_SIZE, QB_MATCH_SIZE, MPI_BYTE, 1,
+                      TAG_MATCH + (rev ? d - 1 - i : i), MPI_COMM_WORLD, &b->mreqs[i]);
+        if (!unexp)
+            MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_GO, MPI_COMM_WORLD);
+        MPI_Waitall(d, b->mreqs, check ? b->msts : b->no_sts);
+        t = MPI_Wtime() - t0;
+        if (check) {
+            for (int i = 0; i < d; i++) {
+                int tag = TAG_MATCH + (rev ? d - 1 - i : i);
+                if (b->msts[i].MPI_TAG != tag || b->msts[i].MPI_SOURCE != 1)
+                    qb_fail(b, "%s depth %d: receive %d has source %d tag %d, expected 1, %d",
+                            match_names[b->variant], d, i, b->msts[i].MPI_SOURCE,
+                            b->msts[i].MPI_TAG, tag);
+                qb_expect_count(b, match_names[b->variant], &b->msts[i], QB_MATCH_SIZE);
+                qb_expect_pattern(b, match_names[b->variant],
+                                  b->rbuf + (size_t)i * QB_MATCH_SIZE, QB_MATCH_SIZE,
+                                  depth * 4099u + (uint64_t)(tag - TAG_MATCH));
+            }
+        }
+    } else if (b->rank == 1) {
+        if (check)
+            for (int k = 0; k < d; k++)
+                qb_fill(b->sbuf + (size_t)k * QB_MATCH_SIZE, QB_MATCH_SIZE,
+                        depth * 4099u + (uint64_t)k);
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_GO, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int k = 0; k < d; k++)
+            MPI_Isend(b->sbuf + (size_t)k * QB_MATCH_SIZE, QB_MATCH_SIZE, MPI_BYTE, 0,
+                      TAG_MATCH + k, MPI_COMM_WORLD, &b->mreqs[k]);
+        if (unexp)
+            MPI_Isend(NULL, 0, MPI_BYTE, 0, TAG_SENTINEL, MPI_COMM_WORLD, &b->mreqs[d++]);
+        MPI_Waitall(d, b->mreqs, b->no_sts);
+    }
+    return t;
+}
+
+static void qb_verify_match(qb *b, size_t depth)
+{
+    (void)qb_match_batch(b, depth, 1);
+}
+
 /* ---- timed loops -------------------------------------------------------------- */
 
 static double qb_k_latency(qb *b, size_t size, long iters)
@@ -409,6 +565,29 @@ static double qb_k_allreduce(qb *b, size_t size, long iters)
     return MPI_Wtime() - t0;
 }
 
+static double qb_k_reduce(qb *b, size_t size, long iters)
+{
+    int count = (int)(size / sizeof(double));
+    double t = 0;
+    for (long i = 0; i < iters; i++) {
+        double t0 = MPI_Wtime();
+        MPI_Reduce(b->sbuf, b->rbuf, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        t += MPI_Wtime() - t0;
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    return t;
+}
+
+/* match: one iteration is one batch of `size` (= depth) receives. */
+static double qb_k_match(qb *b, size_t size, long iters)
+{
+    double t = 0;
+    if (qb_pt2pt(b))
+        for (long i = 0; i < iters; i++)
+            t += qb_match_batch(b, size, 0);
+    return t;
+}
+
 /* ---- measurement and output --------------------------------------------------- */
 
 typedef struct qb_result {
@@ -438,7 +617,10 @@ static qb_result qb_measure(qb *b, qb_kernel k, size_t size, int coll)
         w *= t0 < b->o.rep_s / 256 ? 8 : 2;
     }
     double est = t0 > 0 ? b->o.rep_s * (double)w / t0 : (double)QB_ITERS_MAX;
-    r.iters = est < (double)QB_ITERS_MIN   ? QB_ITERS_MIN
+    /* A match batch is itself many receives (up to a second each for a
+     * linear queue at depth 10000): one per repetition will do. */
+    long min_iters = k == qb_k_match ? 1 : QB_ITERS_MIN;
+    r.iters = est < (double)min_iters      ? min_iters
               : est > (double)QB_ITERS_MAX ? QB_ITERS_MAX
                                             : (long)est;
     for (int i = 0; i < b->o.reps; i++) {
@@ -471,9 +653,16 @@ static double qb_value(const qb *b, int id, size_t size, double s)
         return 2 * w * (double)size / s / 1e6;
     case B_RATE:
         return w / s;
+    case B_MATCH:
+        return s / (double)size * 1e6; /* per receive */
     default:
         return s * 1e6;
     }
+}
+
+static const char *qb_name(const qb *b, int id)
+{
+    return id == B_MATCH ? match_names[b->variant] : bench_names[id];
 }
 
 static const char *qb_unit(int id)
@@ -499,11 +688,22 @@ static void qb_section(const qb *b, int id)
         "MPI_Barrier back to back (lower is better)",
         "MPI_Bcast from rank 0, barrier between calls (lower is better)",
         "MPI_Allreduce, doubles, MPI_SUM (lower is better)",
+        "MPI_Reduce to rank 0, doubles, MPI_SUM, barrier between calls (lower is better)",
+        NULL,
+    };
+    static const char *const mwhat[M_COUNT] = {
+        "receives posted first, messages in post order; per receive (lower is better)",
+        "receives posted first, messages in reverse post order; per receive (lower is "
+        "better)",
+        "messages unexpected, receives posted in arrival order; per receive (lower is better)",
+        "messages unexpected, receives posted in reverse arrival order; per receive (lower is "
+        "better)",
     };
     if (b->rank != 0 || b->o.csv)
         return;
-    printf("\n## %s [%s]: %s\n", bench_names[id], qb_unit(id), what[id]);
-    printf("%8s %12s %12s %10s%s\n", "size", "median", "best", "iters",
+    printf("\n## %s [%s]: %s\n", qb_name(b, id), qb_unit(id),
+           id == B_MATCH ? mwhat[b->variant] : what[id]);
+    printf("%8s %12s %12s %10s%s\n", id == B_MATCH ? "depth" : "size", "median", "best", "iters",
            id == B_BW || id == B_BIBW || id == B_RATE ? "  window" : "");
     fflush(stdout);
 }
@@ -515,7 +715,7 @@ static void qb_row(const qb *b, int id, size_t size, const qb_result *r)
     if (b->rank != 0)
         return;
     if (b->o.csv) {
-        printf("%s,%zu,%.6g,%s\n", bench_names[id], size, b->o.use_min ? mn : med, qb_unit(id));
+        printf("%s,%zu,%.6g,%s\n", qb_name(b, id), size, b->o.use_min ? mn : med, qb_unit(id));
     } else {
         int prec = id == B_RATE ? 0 : id == B_BW || id == B_BIBW ? 1 : 3;
         printf("%8s %12.*f %12.*f %10ld", qb_size_str(size, sz, sizeof sz), prec, med, prec, mn,
@@ -553,10 +753,23 @@ static void qb_run(qb *b, int id)
         k = qb_k_barrier;
         coll = 1;
         break;
+    case B_MATCH:
+        if (b->o.ndepths > 0) {
+            sizes = b->o.depths;
+            nsizes = (size_t)b->o.ndepths;
+        } else if (b->o.quick) {
+            sizes = match_depths_quick;
+            nsizes = sizeof match_depths_quick / sizeof match_depths_quick[0];
+        } else {
+            sizes = match_depths;
+            nsizes = sizeof match_depths / sizeof match_depths[0];
+        }
+        k = qb_k_match;
+        break;
     default:
         sizes = coll_sizes;
         nsizes = sizeof coll_sizes / sizeof coll_sizes[0];
-        k = id == B_BCAST ? qb_k_bcast : qb_k_allreduce;
+        k = id == B_BCAST ? qb_k_bcast : id == B_REDUCE ? qb_k_reduce : qb_k_allreduce;
         coll = 1;
         break;
     }
@@ -568,10 +781,10 @@ static void qb_run(qb *b, int id)
     qb_section(b, id);
     for (size_t i = 0; i < nsizes; i++) {
         size_t size = sizes[i];
-        int listed = b->o.nonly == 0;
+        int listed = b->o.nonly == 0 || id == B_MATCH; /* match: --depth */
         for (int j = 0; j < b->o.nonly; j++)
             listed |= b->o.only[j] == size;
-        if (size > b->o.max_size || !listed)
+        if ((size > b->o.max_size && id != B_MATCH) || !listed)
             continue;
         switch (id) {
         case B_LATENCY:
@@ -590,6 +803,12 @@ static void qb_run(qb *b, int id)
         case B_ALLREDUCE:
             qb_verify_allreduce(b, size);
             break;
+        case B_REDUCE:
+            qb_verify_reduce(b, size);
+            break;
+        case B_MATCH:
+            qb_verify_match(b, size);
+            break;
         default:
             break;
         }
@@ -603,15 +822,20 @@ static void qb_run(qb *b, int id)
 static void qb_usage(FILE *f)
 {
     fprintf(f,
-            "usage: qbench [options] [latency|bw|bibw|rate|barrier|bcast|allreduce ...]\n"
+            "usage: qbench [options] [BENCH ...]\n"
+            "  BENCH: latency bw bibw rate barrier bcast allreduce reduce match (all by\n"
+            "  default), or one variant of match: match_posted_in match_posted_rev\n"
+            "  match_unexp_in match_unexp_rev\n"
             "  --csv           print bench,size,value,unit lines instead of tables\n"
-            "  --quick         3 repetitions of ~30 ms (default: 7 of ~150 ms)\n"
+            "  --quick         3 repetitions of ~30 ms (default: 7 of ~150 ms); match at\n"
+            "                  depths 1, 100, 10000 (default: 1, 10, 100, 1000, 10000)\n"
             "  --reps N        repetitions per point (median and best of them)\n"
             "  --rep-ms MS     target duration of one repetition\n"
             "  --stat S        value in CSV: median (default) or min (the best repetition)\n"
             "  --window W      messages per window in bw / bibw / rate (default 64)\n"
             "  --max-size B    skip sizes above B bytes (K and M suffixes)\n"
-            "  --size B        run this size only (repeatable; barrier's size is 0)\n");
+            "  --size B        run this size only (repeatable; barrier's size is 0)\n"
+            "  --depth D       match at this depth only (repeatable; 1..16000)\n");
 }
 
 static int qb_parse_size(const char *s, size_t *out)
@@ -641,7 +865,10 @@ static int qb_parse(qb_opts *o, int argc, char **argv, FILE *err)
     o->window = 64;
     o->max_size = (size_t)-1;
     o->nonly = 0;
+    o->quick = 0;
+    o->ndepths = 0;
     o->which = 0;
+    o->mwhich = 0;
     int reps = 0;
     double rep_ms = 0;
     for (int i = 1; i < argc; i++) {
@@ -654,6 +881,7 @@ static int qb_parse(qb_opts *o, int argc, char **argv, FILE *err)
         } else if (strcmp(a, "--quick") == 0) {
             o->reps = 3;
             o->rep_s = 0.03;
+            o->quick = 1;
         } else if (strcmp(a, "--reps") == 0 && v != NULL) {
             reps = atoi(v), i++;
             if (reps < 1 || reps > 1000) {
@@ -695,15 +923,35 @@ static int qb_parse(qb_opts *o, int argc, char **argv, FILE *err)
                 return 2;
             }
             o->nonly++;
+        } else if (strcmp(a, "--depth") == 0 && v != NULL) {
+            char *end = NULL;
+            long dv = strtol(v, &end, 10);
+            i++;
+            if (o->ndepths == (int)(sizeof o->depths / sizeof o->depths[0]) || end == v ||
+                *end != '\0' || dv < 1 || dv > QB_DEPTH_MAX) {
+                fprintf(err, "qbench: --depth %s: expected 1..%d, 16 at most\n", v,
+                        QB_DEPTH_MAX);
+                return 2;
+            }
+            o->depths[o->ndepths++] = (size_t)dv;
         } else if (a[0] != '-') {
-            int id;
+            int id, m;
             for (id = 0; id < B_COUNT && strcmp(a, bench_names[id]) != 0; id++)
                 ;
-            if (id == B_COUNT) {
+            for (m = 0; m < M_COUNT && strcmp(a, match_names[m]) != 0; m++)
+                ;
+            if (id == B_COUNT && m == M_COUNT) {
                 fprintf(err, "qbench: unknown benchmark %s\n", a);
                 return 2;
             }
-            o->which |= 1u << id;
+            if (id == B_COUNT) {
+                o->which |= 1u << B_MATCH;
+                o->mwhich |= 1u << m;
+            } else {
+                o->which |= 1u << id;
+                if (id == B_MATCH)
+                    o->mwhich = (1u << M_COUNT) - 1;
+            }
         } else {
             fprintf(err, "qbench: unknown option or missing value: %s\n", a);
             qb_usage(err);
@@ -716,6 +964,8 @@ static int qb_parse(qb_opts *o, int argc, char **argv, FILE *err)
         o->rep_s = rep_ms / 1000;
     if (o->which == 0)
         o->which = (1u << B_COUNT) - 1;
+    if (o->mwhich == 0)
+        o->mwhich = (1u << M_COUNT) - 1;
     return 0;
 }
 
@@ -746,7 +996,10 @@ int main(int argc, char **argv)
     b.reqs = malloc(2 * (size_t)b.o.window * sizeof *b.reqs);
     b.sts = malloc(2 * (size_t)b.o.window * sizeof *b.sts);
     b.vals = malloc((size_t)b.o.reps * sizeof *b.vals);
-    if (b.sbuf == NULL || b.rbuf == NULL || b.reqs == NULL || b.sts == NULL || b.vals == NULL)
+    b.mreqs = malloc(((size_t)QB_DEPTH_MAX + 1) * sizeof *b.mreqs);
+    b.msts = malloc((size_t)QB_DEPTH_MAX * sizeof *b.msts);
+    if (b.sbuf == NULL || b.rbuf == NULL || b.reqs == NULL || b.sts == NULL || b.vals == NULL ||
+        b.mreqs == NULL || b.msts == NULL)
         qb_fail(&b, "out of memory");
     /* Touch every page now, not in the first timed loop. */
     memset(b.sbuf, 0, QB_SLOT_AREA);
@@ -764,9 +1017,17 @@ int main(int argc, char **argv)
             printf("bench,size,value,unit\n");
         fflush(stdout);
     }
-    for (int id = 0; id < B_COUNT; id++)
-        if (b.o.which & (1u << id))
+    for (int id = 0; id < B_COUNT; id++) {
+        if (!(b.o.which & (1u << id)))
+            continue;
+        if (id != B_MATCH) {
             qb_run(&b, id);
+            continue;
+        }
+        for (b.variant = 0; b.variant < M_COUNT; b.variant++)
+            if (b.o.mwhich & (1u << b.variant))
+                qb_run(&b, id);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (b.rank == 0 && b.o.csv) {
         printf("# done\n"); /* compare.sh: the output is complete */
@@ -777,6 +1038,8 @@ int main(int argc, char **argv)
     free(b.reqs);
     free(b.sts);
     free(b.vals);
+    free(b.mreqs);
+    free(b.msts);
     MPI_Finalize();
     return 0;
 }
