@@ -31,6 +31,8 @@ quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
     r->ctx = c != NULL ? c->ctx : 0;
     r->peer = -1;
     r->lkey = 0;
+    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
+                     engine's counter: only a posting sets one */
     memset(&r->status, 0, sizeof r->status);
     r->user = NULL;
     if (c != NULL)
@@ -59,6 +61,9 @@ void req_release(quay_engine *e, quay_req *r)
 void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);
+    /* A cancel of an interest flag still awaiting the receiver's answer
+     * is moot once the send is over (it failed): nothing waits on it. */
+    r->flags &= ~(uint32_t)RF_ANY_CANCEL;
     if (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) {
         /* A failed transfer may complete with packets still unsent. */
         ql_remove(&r->link);

@@ -41,16 +41,28 @@ static void modes(void)
         }
     }
 
-    /* Ready send: the receive is posted before the barrier. */
-    if (rank == 1)
+    /* Ready sends, blocking and not: the receives are posted before the
+     * barrier. */
+    int y2 = 0;
+    MPI_Request r2;
+    if (rank == 1) {
         MPI_Irecv(&y, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, &r);
+        MPI_Irecv(&y2, 1, MPI_INT, 0, 12, MPI_COMM_WORLD, &r2);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         x = 22;
         MPI_Rsend(&x, 1, MPI_INT, 1, 2, MPI_COMM_WORLD);
+        int x2 = 23;
+        MPI_Irsend(&x2, 1, MPI_INT, 1, 12, MPI_COMM_WORLD, &r2);
+        MPI_Wait(&r2, MPI_STATUS_IGNORE);
     } else if (rank == 1) {
+        MPI_Status st;
+        int n;
         MPI_Wait(&r, MPI_STATUS_IGNORE);
-        CHECK(y == 22);
+        MPI_Wait(&r2, &st);
+        MPI_Get_elements(&st, MPI_INT, &n);
+        CHECK(y == 22 && y2 == 23 && n == 1);
     }
 
     /* Buffered sends: complete locally; detach waits until they left. */
