@@ -195,7 +195,13 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             }
         }
         m->len = env->type == QUAY_PKT_EAGER ? dlen : rlen;
-        umsg_take_credit(e, m, peer);
+        /* An envelope without payload (an RTS) takes a descriptor, not
+         * payload room: it holds no credit, else unmatched RTSs could
+         * keep every credit while the data of a transfer already matched
+         * waits for one (a livelock). max_unexpected still bounds them
+         * (back-pressure: QUAY_EAGAIN). */
+        if (m->data != NULL || env->type == QUAY_PKT_EAGER)
+            umsg_take_credit(e, m, peer);
     }
     if (env->flags & UMF_READY) {
         /* Ready send without a posted receive: an error at both ends. The
