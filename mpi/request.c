@@ -606,14 +606,25 @@ int MPI_Testsome(int incount, MPI_Request *array_of_requests, int *outcount,
 
 /* ---- free, cancel ------------------------------------------------------------------ */
 
+/* The live request *request names (MPI_REQUEST_NULL is not one), for
+ * MPI_Request_free and MPI_Cancel; NULL after raising the error. */
+static qmpi_req *live_request(const char *fn, const MPI_Request *request, int *rc)
+{
+    qmpi_req *r = NULL;
+    if (request == NULL)
+        *rc = qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn, "request is NULL");
+    else if (*request == MPI_REQUEST_NULL || (r = qmpi_req_get(*request)) == NULL)
+        *rc = qmpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn, "invalid request");
+    return r;
+}
+
 int MPI_Request_free(MPI_Request *request)
 {
-    qmpi_req *r;
+    int rc;
     QMPI_ENTER(__func__);
-    if (request == NULL)
-        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "request is NULL");
-    if (*request == MPI_REQUEST_NULL || (r = qmpi_req_get(*request)) == NULL)
-        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, __func__, "invalid request");
+    qmpi_req *r = live_request(__func__, request, &rc);
+    if (r == NULL)
+        return rc;
     *request = MPI_REQUEST_NULL;
     if (r->kind == QMPI_REQ_COLL && r->red.op.kind == QUAY_OP_USER &&
         !quay_req_test(r->q, NULL)) {
@@ -632,17 +643,16 @@ int MPI_Request_free(MPI_Request *request)
 
 int MPI_Cancel(MPI_Request *request)
 {
-    qmpi_req *r;
+    int rc;
     QMPI_ENTER(__func__);
-    if (request == NULL)
-        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "request is NULL");
-    if (*request == MPI_REQUEST_NULL || (r = qmpi_req_get(*request)) == NULL)
-        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, __func__, "invalid request");
+    qmpi_req *r = live_request(__func__, request, &rc);
+    if (r == NULL)
+        return rc;
     if (r->kind == QMPI_REQ_COLL)
         return qmpi_raise(r->comm, MPI_ERR_REQUEST, __func__,
                           "a collective operation cannot be cancelled");
     r->ucancel = 1;
-    int rc = quay_cancel(qmpi.e, r->q);
+    rc = quay_cancel(qmpi.e, r->q);
     if (rc != 0)
         return qmpi_raise(r->comm, qmpi_class_of(rc), __func__, "%s", quay_strerror(rc));
     qmpi_poll();
