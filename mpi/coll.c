@@ -74,16 +74,6 @@ static int coll_start(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_ca
     return MPI_SUCCESS;
 }
 
-/* The communicator behind comm, or NULL after raising MPI_ERR_COMM
- * (*rc then holds the raise's answer). */
-static qmpi_comm *comm_of(const char *fn, MPI_Comm comm, int *rc)
-{
-    qmpi_comm *c = qmpi_comm_get(comm);
-    if (c == NULL)
-        *rc = qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
-    return c;
-}
-
 /* The predefined ops' names, from MPI_MAX on (mpi.h's order). */
 static const char *const predef_name[] = {
     "MPI_MAX",  "MPI_MIN", "MPI_SUM",  "MPI_PROD", "MPI_LAND",   "MPI_BAND",
@@ -119,7 +109,7 @@ static int check_reduction(const char *fn, MPI_Comm comm, int count, MPI_Datatyp
 static int ibarrier(const char *fn, MPI_Comm comm, MPI_Request *request)
 {
     int rc = MPI_SUCCESS;
-    qmpi_comm *c = comm_of(fn, comm, &rc);
+    qmpi_comm *c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc);
     if (c == NULL)
         return rc;
     if (request == NULL)
@@ -132,7 +122,7 @@ static int ibcast(const char *fn, void *buffer, int count, MPI_Datatype datatype
                   MPI_Comm comm, MPI_Request *request)
 {
     int rc = MPI_SUCCESS;
-    qmpi_comm *c = comm_of(fn, comm, &rc);
+    qmpi_comm *c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc);
     if (c == NULL)
         return rc;
     size_t len;
@@ -169,7 +159,7 @@ static int ireduce(const char *fn, const void *sendbuf, void *recvbuf, int count
                    MPI_Request *request)
 {
     int rc = MPI_SUCCESS;
-    qmpi_comm *c = comm_of(fn, comm, &rc);
+    qmpi_comm *c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc);
     if (c == NULL)
         return rc;
     rc = check_reduction(fn, comm, count, datatype, op);
@@ -201,7 +191,7 @@ static int iallreduce(const char *fn, const void *sendbuf, void *recvbuf, int co
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     int rc = MPI_SUCCESS;
-    qmpi_comm *c = comm_of(fn, comm, &rc);
+    qmpi_comm *c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc);
     if (c == NULL)
         return rc;
     rc = check_reduction(fn, comm, count, datatype, op);

@@ -42,6 +42,19 @@ qmpi_comm *qmpi_comm_held(MPI_Comm comm)
     return slot_of(comm, 1);
 }
 
+qmpi_comm *qmpi_comm_arg(const char *fn, MPI_Comm comm, const void *out, const char *out_name,
+                         int *rc)
+{
+    qmpi_comm *c = qmpi_comm_get(comm);
+    if (c == NULL)
+        *rc = qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
+    else if (out_name != NULL && out == NULL)
+        *rc = qmpi_raise(comm, MPI_ERR_ARG, fn, "%s is NULL", out_name);
+    else
+        return c;
+    return NULL;
+}
+
 MPI_Errhandler qmpi_comm_errhandler(MPI_Comm comm)
 {
     qmpi_comm *c = slot_of(comm, 1);
@@ -146,11 +159,10 @@ void qmpi_comms_fini(void)
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, rank, "rank", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (rank == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "rank is NULL");
+        return rc;
     *rank = c->rank;
     return MPI_SUCCESS;
 }
@@ -158,11 +170,10 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, size, "size", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (size == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "size is NULL");
+        return rc;
     *size = c->size;
     return MPI_SUCCESS;
 }
@@ -263,11 +274,10 @@ static int comm_new(const char *fn, MPI_Comm parent, uint32_t ctx, int32_t n,
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, newcomm, "newcomm", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (newcomm == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "newcomm is NULL");
+        return rc;
     int32_t n = c->size, ctx = (int32_t)qmpi.next_ctx;
     MPI_Errhandler eh = c->eh;
     int32_t *map = malloc((size_t)n * sizeof *map);
@@ -275,7 +285,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return qmpi_raise(comm, MPI_ERR_NO_MEM, __func__, "out of memory");
     for (int32_t r = 0; r < n; r++)
         map[r] = quay_comm_world_rank(c->q, r);
-    int rc = agree_max(__func__, comm, c, &ctx, 1);
+    rc = agree_max(__func__, comm, c, &ctx, 1);
     if (rc == MPI_SUCCESS) {
         qmpi.next_ctx = (uint32_t)ctx + 1;
         rc = comm_new(__func__, comm, (uint32_t)ctx, n, map, eh, newcomm);
@@ -299,11 +309,10 @@ static int member_cmp(const void *a, const void *b)
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, newcomm, "newcomm", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (newcomm == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "newcomm is NULL");
+        return rc;
     if (color < 0 && color != MPI_UNDEFINED)
         return qmpi_raise(comm, MPI_ERR_ARG, __func__, "invalid color %d", color);
     int32_t n = c->size, me = c->rank;
@@ -312,7 +321,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     member *m = malloc((size_t)n * sizeof *m);
     int32_t *map = malloc((size_t)n * sizeof *map);
     int32_t *world = malloc((size_t)n * sizeof *world);
-    int rc = MPI_SUCCESS;
+    rc = MPI_SUCCESS;
     if (v == NULL || m == NULL || map == NULL || world == NULL) {
         rc = qmpi_raise(comm, MPI_ERR_NO_MEM, __func__, "out of memory");
         goto out;
@@ -370,11 +379,10 @@ int MPI_Comm_free(MPI_Comm *comm)
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, comm_name, "comm_name", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (comm_name == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "comm_name is NULL");
+        return rc;
     size_t n = strnlen(comm_name, MPI_MAX_OBJECT_NAME - 1);
     memcpy(c->name, comm_name, n);
     c->name[n] = '\0';
@@ -384,9 +392,10 @@ int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, NULL, NULL, &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
+        return rc;
     if (comm_name == NULL || resultlen == NULL)
         return qmpi_raise(comm, MPI_ERR_ARG, __func__, "comm_name or resultlen is NULL");
     size_t n = strlen(c->name);
@@ -402,8 +411,9 @@ int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *
                wtime_is_global = 0, universe_size, appnum = 0;
     int *val;
     QMPI_ENTER(__func__);
-    if (qmpi_comm_get(comm) == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
+    int rc;
+    if (qmpi_comm_arg(__func__, comm, NULL, NULL, &rc) == NULL)
+        return rc;
     if (attribute_val == NULL || flag == NULL)
         return qmpi_raise(comm, MPI_ERR_ARG, __func__, "attribute_val or flag is NULL");
     switch (comm_keyval) {

@@ -207,9 +207,10 @@ static int valid_errhandler(MPI_Errhandler eh)
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, NULL, NULL, &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
+        return rc;
     if (!valid_errhandler(errhandler))
         return qmpi_raise(comm, MPI_ERR_ARG, __func__, "invalid error handler");
     c->eh = errhandler;
@@ -219,11 +220,10 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
     QMPI_ENTER(__func__);
-    qmpi_comm *c = qmpi_comm_get(comm);
+    int rc;
+    qmpi_comm *c = qmpi_comm_arg(__func__, comm, errhandler, "errhandler", &rc);
     if (c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, __func__, "invalid communicator");
-    if (errhandler == NULL)
-        return qmpi_raise(comm, MPI_ERR_ARG, __func__, "errhandler is NULL");
+        return rc;
     *errhandler = c->eh;
     return MPI_SUCCESS;
 }

@@ -18,9 +18,9 @@ static int check_send(const char *fn, const void *buf, int count, MPI_Datatype d
                       int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
 {
     int cls;
-    *c = qmpi_comm_get(comm);
-    if (*c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
+    int rc;
+    if ((*c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc)) == NULL)
+        return rc;
     /* MPI_DATATYPE_NULL with count 0 is taken as "no data" (MPICH does). */
     if (count == 0 && dt == MPI_DATATYPE_NULL)
         *bytes = 0;
@@ -38,9 +38,9 @@ static int check_recv(const char *fn, const void *buf, int count, MPI_Datatype d
                       int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
 {
     int cls;
-    *c = qmpi_comm_get(comm);
-    if (*c == NULL)
-        return qmpi_raise(comm, MPI_ERR_COMM, fn, "invalid communicator");
+    int rc;
+    if ((*c = qmpi_comm_arg(fn, comm, NULL, NULL, &rc)) == NULL)
+        return rc;
     if (count == 0 && dt == MPI_DATATYPE_NULL) {
         if (bytes != NULL)
             *bytes = 0;

@@ -92,6 +92,12 @@ typedef struct qmpi_comm {
 
 /* The communicator behind a handle (not freed by the program), or NULL. */
 qmpi_comm *qmpi_comm_get(MPI_Comm comm);
+/* A communicator argument of MPI function `fn`: the communicator, or NULL
+ * after raising MPI_ERR_COMM (a bad handle) or MPI_ERR_ARG (`out`, the
+ * call's output argument named `out_name`, is NULL; out_name NULL: none
+ * to check), the raise's result in *rc. */
+qmpi_comm *qmpi_comm_arg(const char *fn, MPI_Comm comm, const void *out, const char *out_name,
+                         int *rc);
 /* The same, also while freed by the program but still held by pending
  * requests (for those requests). */
 qmpi_comm *qmpi_comm_held(MPI_Comm comm);
