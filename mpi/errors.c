@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "qmpi.h"
 
@@ -163,6 +164,14 @@ int qmpi_raise(MPI_Comm comm, int cls, const char *fn, const char *fmt, ...)
     va_end(ap);
     /* MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT: the job ends, with a
      * non-zero status the launcher passes on. */
+    if (cls == MPI_ERR_PROC_FAILED) {
+        /* A consequence of another rank's end: let the launcher see that
+         * one first (quayrun reports the first failure it reaps, and ends
+         * the rest after its grace period), so the job's status is the
+         * cause (e.g. MPI_Abort's code), not this. */
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     qmpi_exit_job(cls > 0 && cls < 128 ? cls : 1);
 }
 
