@@ -480,6 +480,25 @@ static void multi_send(quay_engine *e, const qout *o, quay_action *a)
     }
 }
 
+/* The first request on the txq that may build a packet now. A self-packet
+ * waiting in the loopback keeps its descriptor; more would only queue
+ * behind it, each holding one, until none were left for packets to other
+ * ranks, which may be what unblocks it (fuzz_sim: self-sends behind a
+ * claimed wildcard receive took every descriptor, so the RTR_ANY that
+ * completes the claim never left). So self requests wait in place while
+ * the loopback is blocked: skipped, not rotated, their order is their
+ * sequence order. */
+static qlink *txq_first(quay_engine *e)
+{
+    qlink *n = ql_first(&e->txq);
+    if (e->loop_head == NULL)
+        return n;
+    for (; n != NULL; n = ql_next(&e->txq, n))
+        if (QUAY_CONTAINER_OF(n, quay_req, link)->peer != e->rank)
+            return n;
+    return NULL;
+}
+
 int out_next_action(quay_engine *e, quay_action *a)
 {
     if (e->fatal)
@@ -536,7 +555,7 @@ int out_next_action(quay_engine *e, quay_action *a)
             rdma_fill(e, o, a);
             return 1;
         }
-        if (!txq_waits && out_avail(e) && (n = ql_first(&e->txq)) != NULL) {
+        if (!txq_waits && out_avail(e) && (n = txq_first(e)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
             ql_remove(&r->link);
             if (!req_has_work(r)) {

@@ -33,6 +33,8 @@ quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
     r->lkey = 0;
     r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
                      engine's counter: only a posting sets one */
+    r->slot = 0;  /* a flagged send's announcement id would make a later
+                     receive look arbitrated (the snapshot refuses it) */
     memset(&r->status, 0, sizeof r->status);
     r->user = NULL;
     if (c != NULL)

@@ -117,9 +117,13 @@ umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq)
  * Process the in-order sequenced message `env` from `peer`. `data` is the
  * eager payload; `held` is env itself when it is a held descriptor (reused
  * or freed here), NULL for a packet straight off the wire (copied here if
- * it must wait). Returns 0 (consumed), QUAY_EAGAIN (nothing changed) or
- * QUAY_ESTATE (rejected; a held descriptor is freed and counts consumed).
+ * it must wait). Returns 0 (consumed), QUAY_ESTATE (rejected; a held
+ * descriptor is freed and counts consumed), or, nothing changed, either
+ * QUAY_EAGAIN (no room to keep it as an unexpected message) or SEQ_WAIT
+ * (it must wait for the engine's own progress: a reply slot, a claimed
+ * receive; keeping it costs a descriptor, not progress).
  */
+#define SEQ_WAIT 1
 static int seq_process(quay_engine *e, int32_t peer, umsg *env,
                        const uint8_t *data, size_t dlen, umsg *held)
 {
@@ -127,14 +131,14 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
                       (env->flags & (UMF_SYNC | UMF_READY)) ||
                       (env->type == QUAY_PKT_RTR && (env->rflags & WIRE_F_CANCEL));
     if (needs_reply && !ctrl_space(e))
-        return QUAY_EAGAIN;
+        return SEQ_WAIT;
 
     if (env->type >= QUAY_PKT_RTR) { /* RTR, SC and arbitration */
         int rc = env->type == QUAY_PKT_RTR  ? rtr_on_rtr(e, peer, env)
                  : env->type == QUAY_PKT_SC ? rtr_on_sc(e, peer, env)
                                             : arb_on_packet(e, peer, env);
         if (rc == QUAY_EAGAIN)
-            return rc; /* no room to answer: nothing changed */
+            return SEQ_WAIT; /* no room to answer: nothing changed */
         if (held != NULL) {
             if (rc != 0)
                 e->st.pkts_rejected++; /* consumed: its turn is over */
@@ -162,7 +166,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
         }
         quay_req *r = match_find_posted(e, c, env->src, env->tag);
         if (r != NULL && (r->flags & RF_ANY_CLAIMED))
-            return QUAY_EAGAIN; /* its first match waits on a claim */
+            return SEQ_WAIT; /* its first match waits on a claim */
         if (r != NULL) {
             match_remove_posted(e, r);
             if (e->trace_fn)
@@ -228,6 +232,8 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
 
 /* ---- holding and draining ---------------------------------------------------------------- */
 
+/* Hold a packet ahead of its turn (d > 0), or one in its turn that
+ * cannot be processed yet (d == 0: the caller marks the drain blocked). */
 static int seq_hold(quay_engine *e, int32_t peer, const wire_hdr *h,
                     const uint8_t *payload, size_t plen)
 {
@@ -252,8 +258,10 @@ static int seq_hold(quay_engine *e, int32_t peer, const wire_hdr *h,
         }
     }
     size_t bytes = h->type == QUAY_PKT_EAGER ? plen : 0;
-    if (e->held_total >= e->nmsgs / 2 ||
-        bytes > e->cfg.unexpected_bytes_max / 2 - e->held_bytes)
+    /* Early packets get half the pools; one in its turn may use any room
+     * an unexpected message could. */
+    if (d != 0 && (e->held_total >= e->nmsgs / 2 ||
+                   bytes > e->cfg.unexpected_bytes_max / 2 - e->held_bytes))
         return QUAY_EAGAIN;
     umsg *m = umsg_alloc(e);
     if (m == NULL)
@@ -288,7 +296,7 @@ static void seq_drain(quay_engine *e, int32_t peer)
         e->held_bytes -= bytes;
         m->where = UM_FREE;
         int rc = seq_process(e, peer, m, m->data, m->len, m);
-        if (rc == QUAY_EAGAIN) {
+        if (rc == QUAY_EAGAIN || rc == SEQ_WAIT) {
             /* Put it back at the head; retried on the next pull. */
             m->where = UM_HELD;
             ql_insert_before(ps->held.next, &m->blink);
@@ -335,6 +343,22 @@ int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
     env_from_hdr(&env, peer, h);
     env.len = h->type == QUAY_PKT_EAGER ? plen : h->len;
     int rc = seq_process(e, peer, &env, payload, plen, NULL);
+    if (rc == SEQ_WAIT) {
+        if (seq_hold(e, peer, h, payload, plen) != 0)
+            return QUAY_EAGAIN;
+        /* It cannot be processed now (its first match waits on a claim,
+         * no room for its reply): keep it and retry on later pulls rather
+         * than refuse it. A refusal keeps the packet, and every later one,
+         * in the sender's retransmission store, and on an ordered channel
+         * blocks what follows it from that peer; with small pools two
+         * ranks refusing each other while each waits for a descriptor
+         * the other holds never recover (fuzz_sim, credit flow control:
+         * an eager behind a wildcard claim whose RTR_ANY waited for a
+         * descriptor, against a sync eager waiting for a reply slot). */
+        ps->drain_blocked = 1;
+        e->ndrain_blocked++;
+        return 0;
+    }
     if (rc != 0)
         return rc;
     ps->rx_seq++;

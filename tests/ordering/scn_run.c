@@ -568,6 +568,19 @@ static void fire_timer(scn_runner *run, int r)
 /* The run                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Where a stuck rank's resources are, for whoever reads the trace. */
+static void trace_stats(FILE *f, int r, const quay_stats *qs)
+{
+    fprintf(f,
+            "# rank %d: reqs %u, unexpected %u (%" PRIu64 " B), held %u, "
+            "outs %u, ctrl %u (+%u reserved), deferred %" PRIu64
+            ", nacks %" PRIu64 ", retransmits %" PRIu64 ", regions %u\n",
+            r, qs->reqs_in_use, qs->umsgs_in_use, qs->bytes_unexpected,
+            qs->held_out_of_order, qs->outs_in_use, qs->ctrl_queued,
+            qs->ctrl_reserved, qs->pkts_deferred, qs->nacks_sent,
+            qs->retransmits, qs->regions_in_use);
+}
+
 static void deadlock(scn_runner *run, const char *why)
 {
     const scn *s = run->s;
@@ -588,6 +601,8 @@ static void deadlock(scn_runner *run, const char *why)
                                   "; rank %d blocked at line %d", r,
                                   s->ops[r][rk->pc].line);
         quay_engine_stats(rk->e, &qs);
+        if (run->trace != NULL)
+            trace_stats(run->trace, r, &qs);
         if (qs.umsgs_in_use != 0 && n < sizeof buf)
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   "; rank %d holds %u unmatched message(s)",
