@@ -59,6 +59,7 @@ static void bypass_arrival(quay_engine *e, quay_comm *twin, const struct quay_ms
     c->tag = m->tag;
     c->len = m->len;
     e->coll_npend++;
+    work_rare(e);
 }
 
 int bypass_attach(quay_engine *e)
@@ -244,6 +245,7 @@ void coll_notify(quay_engine *e, int32_t peer)
         return; /* a hint */
     b->notify[(b->nhead + b->ncount++) % b->cap] = peer;
     e->coll_nemit++;
+    work_rare(e);
 }
 
 int bypass_emit(quay_engine *e, quay_action *a)

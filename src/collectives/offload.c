@@ -90,6 +90,7 @@ int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req *
     req_set_state(e, u, QUAY_RS_COLL);
     ql_push_tail(&st->out, &rec->link);
     e->coll_nemit++;
+    work_rare(e);
     e->coll_nactive++; /* the channel is busy until it is done */
     e->st.coll_started++;
     *req = u;
@@ -132,6 +133,7 @@ void offload_report(quay_engine *e, uint64_t cookie, int status)
     r->status = status;
     st->rep_count++;
     e->coll_nemit++;
+    work_rare(e);
 }
 
 int quay_agent_post(quay_engine *e, const quay_offload *d)

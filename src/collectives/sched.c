@@ -408,6 +408,7 @@ static int sched_activate(coll_sched *s, uint32_t tagbase)
     e->coll_nactive++;
     e->st.coll_started++;
     ql_push_tail(&e->coll_ready, &s->rlink);
+    work_rare(e);
     return 0;
 }
 
@@ -440,6 +441,7 @@ void sched_claim(coll_sched *s, uint8_t *rbuf)
         s->ready[s->nready++] = s->gate;
         if (!ql_linked(&s->rlink))
             ql_push_tail(&e->coll_ready, &s->rlink);
+        work_rare(e);
     }
 }
 
@@ -501,6 +503,7 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
     step_done(s, i);
     if (!ql_linked(&s->rlink))
         ql_push_tail(&e->coll_ready, &s->rlink);
+    work_rare(e);
 }
 
 /* The message step i would have sent, replaced by an abort of the wrong
@@ -613,6 +616,7 @@ static int sched_run(coll_sched *s)
             if (ql_linked(&s->rlink))
                 ql_remove(&s->rlink);
             ql_push_tail(&e->coll_blocked, &s->rlink);
+            work_rare(e);
             return 0;
         }
         head++;

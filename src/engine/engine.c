@@ -102,6 +102,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     ql_init(&e->orphans);
     ql_init(&e->coll_ready);
     ql_init(&e->coll_blocked);
+    e->rare = 1; /* the first idle pull looks everywhere */
     ql_init(&e->coll_early);
     ql_init(&e->coll_active);
     ql_init(&e->coll_spare);
@@ -302,7 +303,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
         if (e->trace_fn)
             trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
     }
-    if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
+    if (e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0))
         e->coll_progress(e); /* the arrival finished steps: start the next */
     if (e->fatal)
         return e->fatal;
@@ -401,7 +402,7 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
         return e->fatal ? e->fatal : QUAY_ESTATE;
     e = e->chans[ch];
     int rc = out_on_op_done(e, token, status);
-    if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
+    if (e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0))
         e->coll_progress(e);
     return e->fatal ? e->fatal : rc;
 }

@@ -473,6 +473,10 @@ struct quay_engine {
     uint32_t chan_rr;    /* round-robin start for channel pulls */
     uint64_t ka_next;    /* next keepalive tick, 0 = not armed */
     uint8_t quiesced;    /* quay_channel_quiesce: no new packets out */
+    uint8_t rare;        /* a source of work the hot path seldom has (out.c
+                            rare_ready) may hold something: set where one
+                            is filled (work_rare), cleared by an idle pull
+                            that finds them all empty */
     uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
     uint32_t crc_table[256];
@@ -534,6 +538,13 @@ void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
                uint32_t seq, int code);
 void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
                  uint32_t seq, uint32_t ctx, int32_t src, int32_t tag);
+
+/* Something went on a queue that out_has_actions checks only when this
+ * is set: collective schedules, held packets, RTR work, RDMA actions. */
+static inline void work_rare(quay_engine *e)
+{
+    e->rare = 1;
+}
 
 static inline void req_set_state(quay_engine *e, quay_req *r, int to)
 {

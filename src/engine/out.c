@@ -122,6 +122,15 @@ void out_release(quay_engine *e, qout *o, int status)
     if (r == NULL)
         return;
     r->nout--;
+    /* A standard eager send whose packet is out: done (req_progress's
+     * long way round would reach the same verdict). */
+    if (pkt == QUAY_PKT_EAGER && status >= 0 && r->nout == 0 && r->state == QUAY_RS_SEND_EAGER &&
+        !(r->flags & (RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING | RF_CANCELLED |
+                      RF_FAILED | RF_RNDV))) {
+        r->flags |= RF_WIRE_DONE;
+        req_complete(e, r);
+        return;
+    }
     /* A CTS whose transmission failed after every byte it asked for has
      * arrived changed nothing: the receive is complete and intact. */
     if (status < 0 && pkt == QUAY_PKT_CTS && r->kind == RK_RECV &&
@@ -412,16 +421,30 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
     return 1;
 }
 
+/* The sources of work point-to-point eager traffic never uses, ready to
+ * give an action now ... */
+static int rare_ready(const quay_engine *e)
+{
+    return e->ndrain_blocked != 0 || !ql_empty(&e->coll_ready) || coll_unblockable(e) ||
+           e->coll_nemit != 0 || e->coll_npend != 0 || e->rtrq_count != 0 ||
+           (!e->quiesced && !ql_empty(&e->rdmaq)) || (e->flow && chan_has_work(e));
+}
+
+/* ... or holding anything at all, ready or not (e->rare stays set while
+ * they do: a blocked schedule becomes ready when a request is freed). */
+static int rare_pending(const quay_engine *e)
+{
+    return e->flow || e->ndrain_blocked != 0 || !ql_empty(&e->coll_ready) ||
+           !ql_empty(&e->coll_blocked) || e->coll_nemit != 0 || e->coll_npend != 0 ||
+           e->rtrq_count != 0 || !ql_empty(&e->rdmaq);
+}
+
 int out_has_actions(const quay_engine *e)
 {
     if (e->fatal)
         return 0;
-    return e->ctrl_count != 0 || e->loop_head != NULL || e->ndrain_blocked != 0 ||
-           !ql_empty(&e->coll_ready) || coll_unblockable(e) || e->coll_nemit != 0 ||
-           e->coll_npend != 0 ||
-           !ql_empty(&e->txq) || !ql_empty(&e->cq) || e->rtrq_count != 0 ||
-           (!e->quiesced && !ql_empty(&e->rdmaq)) ||
-           (e->flow && chan_has_work(e));
+    return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
+           !ql_empty(&e->cq) || (e->rare && rare_ready(e));
 }
 
 /* Build r's next packet (r just left the txq) into a new descriptor: r
@@ -503,14 +526,19 @@ int out_next_action(quay_engine *e, quay_action *a)
 {
     if (e->fatal)
         return e->fatal;
-    if (!out_has_actions(e))
+    if (!out_has_actions(e)) {
+        if (e->rare && !rare_pending(e))
+            e->rare = 0;
         return 0; /* idle: the common empty pull */
-    if (e->ndrain_blocked)
-        seq_retry_blocked(e);
-    if (coll_unblockable(e))
-        ql_splice_tail(&e->coll_ready, &e->coll_blocked);
-    if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
-        e->coll_progress(e);
+    }
+    if (e->rare) {
+        if (e->ndrain_blocked)
+            seq_retry_blocked(e);
+        if (coll_unblockable(e))
+            ql_splice_tail(&e->coll_ready, &e->coll_blocked);
+        if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
+            e->coll_progress(e);
+    }
     const quay_req *first_waiting = NULL; /* txq: first one not in turn */
     int txq_waits = 0;                    /* ... met again: the rest wait */
     for (;;) {
@@ -526,7 +554,7 @@ int out_next_action(quay_engine *e, quay_action *a)
                 return 1;
             continue;
         }
-        if (out_avail(e) && e->rtrq_count != 0 &&
+        if (e->rtrq_count != 0 && out_avail(e) &&
             e->peers[e->rtrq[e->rtrq_head].peer].tx_unsent == 0) {
             qout *o = out_alloc(e);
             if (!rtrq_emit(e, o)) {
@@ -538,7 +566,7 @@ int out_next_action(quay_engine *e, quay_action *a)
             continue;
         }
         qlink *n;
-        if (!e->quiesced && out_avail(e) && (n = ql_first(&e->rdmaq)) != NULL) {
+        if (e->rare && !e->quiesced && out_avail(e) && (n = ql_first(&e->rdmaq)) != NULL) {
             /* An RDMA action (one-sided, or a rendezvous fragment);
              * quiesce holds them (C1). */
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);

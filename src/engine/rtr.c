@@ -97,6 +97,7 @@ rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer)
     it->pkt = pkt;
     it->peer = peer;
     e->rtrq_count++;
+    work_rare(e);
     return it;
 }
 

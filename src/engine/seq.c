@@ -306,6 +306,7 @@ static void seq_drain(quay_engine *e, int32_t peer)
             if (!ps->drain_blocked) {
                 ps->drain_blocked = 1;
                 e->ndrain_blocked++;
+                work_rare(e);
             }
             return;
         }
@@ -357,6 +358,7 @@ int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
          * descriptor, against a sync eager waiting for a reply slot). */
         ps->drain_blocked = 1;
         e->ndrain_blocked++;
+        work_rare(e);
         return 0;
     }
     if (rc != 0)

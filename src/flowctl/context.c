@@ -137,6 +137,7 @@ void context_reset(quay_engine *e, uint32_t key)
     e->ka_next = 0;
     e->ka_idle_at = e->reqs_allocs;
     e->quiesced = 1;
+    e->rare = 1;
     e->ctx_key = key;
 }
 

@@ -1646,5 +1646,6 @@ int quay_engine_restore(quay_engine *e, const void *blob, size_t len)
     if (e->ubytes > e->ubytes_peak)
         e->ubytes_peak = e->ubytes;
     e->quiesced = 1;
+    e->rare = 1; /* restored queues: the next idle pull looks everywhere */
     return 0;
 }
