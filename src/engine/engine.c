@@ -368,14 +368,10 @@ int quay_has_actions(const quay_engine *e)
     return 0;
 }
 
-int quay_next_action(quay_engine *e, quay_action *a)
+/* Channels take turns, one action each, so none starves another. Out of
+ * line: the single-channel pull stays a tail call. */
+static QUAY_NOINLINE int next_action_channels(quay_engine *e, quay_action *a)
 {
-    if (e == NULL || a == NULL)
-        return QUAY_EINVAL;
-    e = e->root;
-    if (e->nchans == 1)
-        return out_next_action(e, a);
-    /* Channels take turns, one action each, so none starves another. */
     for (uint32_t i = 0; i < e->nchans; i++) {
         uint32_t k = (e->act_rr + i) % e->nchans;
         quay_engine *ch = e->chans[k];
@@ -390,6 +386,16 @@ int quay_next_action(quay_engine *e, quay_action *a)
         }
     }
     return 0;
+}
+
+int quay_next_action(quay_engine *e, quay_action *a)
+{
+    if (e == NULL || a == NULL)
+        return QUAY_EINVAL;
+    e = e->root;
+    if (e->nchans == 1)
+        return out_next_action(e, a);
+    return next_action_channels(e, a);
 }
 
 int quay_on_op_done(quay_engine *e, uint64_t token, int status)

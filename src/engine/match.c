@@ -110,8 +110,8 @@ void match_reset(quay_engine *e)
 /* ---- fast posted queue -------------------------------------------------------- */
 
 /* First receive in the bin whose pattern is exactly (ctx, psrc, ptag). */
-static quay_req *bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
-                          int32_t ptag)
+static inline quay_req *bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
+                                 int32_t ptag)
 {
     qlink *bin = &m->posted_bins[key_hash(m->seed, ctx, psrc, ptag) & m->posted_mask];
     for (qlink *n = bin->next; n != bin; n = n->next) {

@@ -439,12 +439,17 @@ static int rare_pending(const quay_engine *e)
            e->rtrq_count != 0 || !ql_empty(&e->rdmaq);
 }
 
-int out_has_actions(const quay_engine *e)
+static inline int has_actions(const quay_engine *e)
 {
     if (e->fatal)
         return 0;
     return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
            !ql_empty(&e->cq) || (e->rare && rare_ready(e));
+}
+
+int out_has_actions(const quay_engine *e)
+{
+    return has_actions(e);
 }
 
 /* Build r's next packet (r just left the txq) into a new descriptor: r
@@ -522,15 +527,9 @@ static qlink *txq_first(quay_engine *e)
     return NULL;
 }
 
-int out_next_action(quay_engine *e, quay_action *a)
+/* out_next_action with something to do. */
+static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
 {
-    if (e->fatal)
-        return e->fatal;
-    if (!out_has_actions(e)) {
-        if (e->rare && !rare_pending(e))
-            e->rare = 0;
-        return 0; /* idle: the common empty pull */
-    }
     if (e->rare) {
         if (e->ndrain_blocked)
             seq_retry_blocked(e);
@@ -622,4 +621,16 @@ int out_next_action(quay_engine *e, quay_action *a)
         }
         return e->fatal;
     }
+}
+
+int out_next_action(quay_engine *e, quay_action *a)
+{
+    if (e->fatal)
+        return e->fatal;
+    if (!has_actions(e)) {
+        if (e->rare && !rare_pending(e))
+            e->rare = 0;
+        return 0; /* idle: the common empty pull, kept short */
+    }
+    return out_pull(e, a);
 }

@@ -94,6 +94,10 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     send_go(e, r);
 }
 
+static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                            int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
+                            void *user, uint32_t step, quay_req **preq);
+
 int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
 {
@@ -128,12 +132,21 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
         return 0;
     }
 
-    return p2p_send_post(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
+    return send_post(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
 }
 
 int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq)
+{
+    return send_post(e, c, buf, len, dst, tag, mode, rflags, user, step, preq);
+}
+
+/* The body of p2p_send_post, inlined into quay_isend (the hot path needs
+ * no call with eleven arguments). */
+static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                            int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
+                            void *user, uint32_t step, quay_req **preq)
 {
     quay_req *r = req_alloc(e, RK_SEND, c);
     if (r == NULL)
@@ -200,6 +213,10 @@ void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
     req_complete(e, r);
 }
 
+static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                            int32_t tag, uint32_t rflags, void *user, uint32_t step,
+                            quay_req **preq);
+
 int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                int32_t src, int32_t tag, quay_req **preq)
 {
@@ -215,11 +232,19 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
         return rc;
     if (src == QUAY_PROC_NULL)
         return proc_null_req(e, c, RK_RECV, tag, preq);
-    return p2p_recv_post(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
+    return recv_post(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
 }
 
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq)
+{
+    return recv_post(e, c, buf, cap, src, tag, rflags, user, step, preq);
+}
+
+/* The body of p2p_recv_post, inlined into quay_irecv. */
+static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                            int32_t tag, uint32_t rflags, void *user, uint32_t step,
+                            quay_req **preq)
 {
     umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
     if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))

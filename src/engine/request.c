@@ -9,41 +9,6 @@
  */
 #include "engine/internal.h"
 
-quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
-{
-    quay_req *r = e->req_free;
-    if (r == NULL)
-        return NULL;
-    e->req_free = (quay_req *)r->link.next;
-    uint32_t idx = r->id & REQ_IDX_MASK;
-    uint32_t gen = (r->id >> REQ_IDX_BITS) + 1u;
-    if ((gen & ((1u << (32 - REQ_IDX_BITS)) - 1u)) == 0)
-        gen = 1; /* generation 0 is never handed out: ids are never 0 */
-    /* Only what every request reads is reset here; protocol fields are set
-     * by the protocol that uses them (send_start, rndv_*, quay_cancel).
-     * Released requests already have state FREE, no flags, nout 0 and a
-     * self-linked clink. */
-    ql_init(&r->link);
-    r->id = (gen << REQ_IDX_BITS) | idx;
-    r->kind = (uint8_t)kind;
-    r->flags = 0;
-    r->comm = c;
-    r->ctx = c != NULL ? c->ctx : 0;
-    r->peer = -1;
-    r->lkey = 0;
-    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
-                     engine's counter: only a posting sets one */
-    r->slot = 0;  /* a flagged send's announcement id would make a later
-                     receive look arbitrated (the snapshot refuses it) */
-    memset(&r->status, 0, sizeof r->status);
-    r->user = NULL;
-    if (c != NULL)
-        c->nreqs++;
-    e->reqs_used++;
-    e->reqs_allocs++;
-    return r;
-}
-
 void req_release(quay_engine *e, quay_req *r)
 {
     if (ql_linked(&r->clink))
@@ -110,14 +75,6 @@ quay_req *req_by_id(quay_engine *e, uint32_t id)
     if (r->id != id || r->state == QUAY_RS_FREE)
         return NULL;
     return r;
-}
-
-int req_valid_ptr(const quay_engine *e, const quay_req *r)
-{
-    if (r == NULL || r < e->reqs || r >= e->reqs + e->nreqs)
-        return 0;
-    /* A pointer into the pool is a request iff its own id names its slot. */
-    return &e->reqs[r->id & REQ_IDX_MASK] == r && r->state != QUAY_RS_FREE;
 }
 
 void txq_add(quay_engine *e, quay_req *r)
