@@ -281,6 +281,16 @@ static int seq_hold(quay_engine *e, int32_t peer, const wire_hdr *h,
     return 0;
 }
 
+/* The packet at ps's turn is held and must be retried on later pulls. */
+static void drain_block(quay_engine *e, peer_state *ps)
+{
+    if (!ps->drain_blocked) {
+        ps->drain_blocked = 1;
+        e->ndrain_blocked++;
+        work_rare(e);
+    }
+}
+
 static void seq_drain(quay_engine *e, int32_t peer)
 {
     peer_state *ps = &e->peers[peer];
@@ -303,11 +313,7 @@ static void seq_drain(quay_engine *e, int32_t peer)
             ps->nheld++;
             e->held_total++;
             e->held_bytes += bytes;
-            if (!ps->drain_blocked) {
-                ps->drain_blocked = 1;
-                e->ndrain_blocked++;
-                work_rare(e);
-            }
+            drain_block(e, ps);
             return;
         }
         ps->rx_seq++;
@@ -356,9 +362,7 @@ int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
          * the other holds never recover (fuzz_sim, credit flow control:
          * an eager behind a wildcard claim whose RTR_ANY waited for a
          * descriptor, against a sync eager waiting for a reply slot). */
-        ps->drain_blocked = 1;
-        e->ndrain_blocked++;
-        work_rare(e);
+        drain_block(e, ps);
         return 0;
     }
     if (rc != 0)
