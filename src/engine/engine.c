@@ -303,7 +303,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
         if (e->trace_fn)
             trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
     }
-    if (e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0))
+    if (coll_due(e))
         e->coll_progress(e); /* the arrival finished steps: start the next */
     if (e->fatal)
         return e->fatal;
@@ -408,7 +408,7 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
         return e->fatal ? e->fatal : QUAY_ESTATE;
     e = e->chans[ch];
     int rc = out_on_op_done(e, token, status);
-    if (e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0))
+    if (coll_due(e))
         e->coll_progress(e);
     return e->fatal ? e->fatal : rc;
 }

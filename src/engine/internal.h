@@ -554,6 +554,12 @@ static inline void work_rare(quay_engine *e)
     e->rare = 1;
 }
 
+/* Collective schedules have steps ready to start (e->coll_progress). */
+static inline int coll_due(const quay_engine *e)
+{
+    return e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0);
+}
+
 static inline void req_set_state(quay_engine *e, quay_req *r, int to)
 {
     if (e->trace_fn)

@@ -122,15 +122,6 @@ void out_release(quay_engine *e, qout *o, int status)
     if (r == NULL)
         return;
     r->nout--;
-    /* A standard eager send whose packet is out: done (req_progress's
-     * long way round would reach the same verdict). */
-    if (pkt == QUAY_PKT_EAGER && status >= 0 && r->nout == 0 && r->state == QUAY_RS_SEND_EAGER &&
-        !(r->flags & (RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING | RF_CANCELLED |
-                      RF_FAILED | RF_RNDV))) {
-        r->flags |= RF_WIRE_DONE;
-        req_complete(e, r);
-        return;
-    }
     /* A CTS whose transmission failed after every byte it asked for has
      * arrived changed nothing: the receive is complete and intact. */
     if (status < 0 && pkt == QUAY_PKT_CTS && r->kind == RK_RECV &&
@@ -535,7 +526,7 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
             seq_retry_blocked(e);
         if (coll_unblockable(e))
             ql_splice_tail(&e->coll_ready, &e->coll_blocked);
-        if (!ql_empty(&e->coll_ready) || e->coll_npend != 0)
+        if (coll_due(e))
             e->coll_progress(e);
     }
     const quay_req *first_waiting = NULL; /* txq: first one not in turn */

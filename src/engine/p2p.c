@@ -408,6 +408,14 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
 
 void req_progress(quay_engine *e, quay_req *r)
 {
+    /* The common case first: a standard eager send whose packet is out
+     * (the tests below would reach the same verdict, the long way). */
+    if (r->state == QUAY_RS_SEND_EAGER && r->nout == 0 &&
+        (r->flags & (RF_WIRE_DONE | RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING |
+                     RF_CANCELLED | RF_FAILED | RF_RNDV)) == RF_WIRE_DONE) {
+        req_complete(e, r);
+        return;
+    }
     if (r->state == QUAY_RS_SEND_ANY || r->state == QUAY_RS_SEND_QUEUED) {
         /* The flag's op_done changes nothing: the receiver's word does. */
         if ((r->flags & RF_FAILED) && r->nout == 0) {

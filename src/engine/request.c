@@ -28,37 +28,33 @@ void req_release(quay_engine *e, quay_req *r)
 void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);
-    /* The common case in one test: nothing queued, nothing to release,
-     * owned by the user. */
-    if (!(r->flags & (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL |
-                      RF_COLL | RF_USER_FREED)) &&
-        r->lkey == 0) {
-        if (e->cfg.flags & QUAY_CFG_COMPLETE_ACTIONS) {
-            r->flags |= RF_ON_CQ;
-            ql_push_tail(&e->cq, &r->clink);
+    /* The common case (nothing queued, nothing to release, owned by the
+     * user) passes one test. */
+    if ((r->flags & (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL |
+                     RF_COLL | RF_USER_FREED)) ||
+        r->lkey != 0) {
+        /* A cancel of an interest flag still awaiting the receiver's
+         * answer is moot once the send is over (it failed): nothing
+         * waits on it. */
+        r->flags &= ~(uint32_t)RF_ANY_CANCEL;
+        if (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) {
+            /* A failed transfer may complete with packets still unsent. */
+            ql_remove(&r->link);
+            r->flags &= ~(uint32_t)(RF_ON_TXQ | RF_ON_RDMAQ);
         }
-        return;
-    }
-    /* A cancel of an interest flag still awaiting the receiver's answer
-     * is moot once the send is over (it failed): nothing waits on it. */
-    r->flags &= ~(uint32_t)RF_ANY_CANCEL;
-    if (r->flags & (RF_ON_TXQ | RF_ON_RDMAQ)) {
-        /* A failed transfer may complete with packets still unsent. */
-        ql_remove(&r->link);
-        r->flags &= ~(uint32_t)(RF_ON_TXQ | RF_ON_RDMAQ);
-    }
-    if (r->lkey != 0 || (r->flags & RF_FIN_OWED))
-        rndv_rdma_release(e, r);
-    if (r->flags & RF_INTERNAL)
-        bsend_release(e, r->bsend_block);
-    if (r->flags & RF_COLL) {
-        e->coll_hook(e, r); /* reads the status, then lets it go */
-        req_release(e, r);
-        return;
-    }
-    if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {
-        req_release(e, r);
-        return;
+        if (r->lkey != 0 || (r->flags & RF_FIN_OWED))
+            rndv_rdma_release(e, r);
+        if (r->flags & RF_INTERNAL)
+            bsend_release(e, r->bsend_block);
+        if (r->flags & RF_COLL) {
+            e->coll_hook(e, r); /* reads the status, then lets it go */
+            req_release(e, r);
+            return;
+        }
+        if (r->flags & (RF_USER_FREED | RF_INTERNAL)) {
+            req_release(e, r);
+            return;
+        }
     }
     if (e->cfg.flags & QUAY_CFG_COMPLETE_ACTIONS) {
         r->flags |= RF_ON_CQ;
