@@ -514,6 +514,50 @@ static void t_allreduce(void)
                  "11, 13, 16, 17, 32, 33)", ns_desc());
 }
 
+/* ---- reused schedules ----------------------------------------------------------- */
+
+/* A spare schedule built for the same shape is started again as it is
+ * (coll.c coll_launch). A random sequence over seven shapes, more than
+ * the engine keeps spare, so that shapes are reused, evicted and rebuilt
+ * in every order; each call checked against the reference. */
+static void t_reuse(void)
+{
+    static const int sizes[] = {2, 3, 5, 8};
+    int good = 1, runs = 0;
+    uint64_t rng = 0x5EEDu;
+    for (int k = 0; k < 4 && good; k++) {
+        int n = sizes[k];
+        world w;
+        if (world_new(&w, n, NULL, NULL) != 0) {
+            good = 0;
+            break;
+        }
+        for (int i = 0; i < 120 && good; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            switch ((rng >> 33) % 7) {
+            case 0: {
+                quay_req *q[MAXN] = {0};
+                for (int r = 0; r < n; r++)
+                    good &= quay_ibarrier(w.e[r], w.c[r], &q[r]) == 0;
+                good &= sw_run(&w) == NICSIM_RUN_IDLE;
+                good &= all_good(&w, q, n);
+                break;
+            }
+            case 1: good &= reduce_case(&w, OP_SUM_I32, 1, 0, 0, 1); break;
+            case 2: good &= reduce_case(&w, OP_SUM_I32, 1, 0, 1, 1); break;
+            case 3: good &= reduce_case(&w, OP_AFFINE, 5, 0, 0, 1); break;
+            case 4: good &= reduce_case(&w, OP_MAX_F64, 3, n - 1, 0, 0); break;
+            case 5: good &= bcast_case(&w, 100, n / 2); break;
+            default: good &= bcast_case(&w, 100, 0); break;
+            }
+            runs++;
+        }
+        sw_free(&w);
+    }
+    ok_msg(good, "reused schedules: %d calls over 7 shapes in random order (n = 2, 3, 5, 8) "
+                 "correct", runs);
+}
+
 /* ---- large messages ------------------------------------------------------------- */
 
 /* Every bcast, reduce and allreduce algorithm at 64 KiB + 3 B and 1 MiB
@@ -901,6 +945,7 @@ int main(void)
     subtest("bcast", t_bcast);
     subtest("reduce", t_reduce);
     subtest("allreduce", t_allreduce);
+    subtest("reused schedules", t_reuse);
     subtest("large messages", t_large);
     subtest("early messages, concurrency, communicators", t_concurrent);
     subtest("application bypass", t_bypass);

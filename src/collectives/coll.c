@@ -69,47 +69,75 @@ static uint32_t pick_allreduce(uint32_t a, size_t count, size_t esize, int32_t n
 
 /* Build and start the schedule of collective d on communicator c (the
  * host's own, or an agent's). offloaded: an agent's schedule, whose end
- * is reported with d->cookie instead of completing a user request. */
+ * is reported with d->cookie instead of completing a user request. A
+ * spare schedule built for the same shape is started as it is. */
 int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
                 quay_req **req)
 {
+    int in_place = d->sbuf == QUAY_IN_PLACE;
+    int bypass = !offloaded && d->kind != QUAY_OFF_BARRIER && bypass_applies(e, c, d);
+    size_t esize = d->kind == QUAY_OFF_BARRIER || d->kind == QUAY_OFF_BCAST
+                       ? 0 : op_dtype_size(d->dt);
+    uint32_t alg = d->alg;
+    if (d->kind == QUAY_OFF_BARRIER && alg == QUAY_COLL_AUTO)
+        alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
+    else if (d->kind == QUAY_OFF_BCAST && alg == QUAY_COLL_AUTO)
+        alg = pick_bcast(d->count, c->size);
+    else if (d->kind == QUAY_OFF_ALLREDUCE)
+        alg = pick_allreduce(alg, d->count, esize, c->size, op_commutative(&d->op));
+
+    coll_shape shape;
+    memset(&shape, 0, sizeof shape);
+    shape.kind = bypass ? 0 : d->kind; /* bypass schedules are not reused */
+    shape.alg = alg;
+    shape.ctx = c->ctx;
+    shape.size = c->size;
+    shape.rank = c->myrank;
+    shape.count = d->count;
+    if (d->kind != QUAY_OFF_BARRIER) {
+        shape.root = d->root;
+        shape.dt = d->dt;
+        shape.in_place = (uint8_t)in_place;
+        shape.commutative = d->kind != QUAY_OFF_BCAST && op_commutative(&d->op);
+    }
+
     int rc;
-    coll_sched *s = sched_new(e, c, &rc);
+    coll_sched *s = sched_new_shaped(e, c, bypass ? NULL : &shape, &rc);
     if (s == NULL)
         return rc;
     s->offloaded = (uint8_t)offloaded;
     s->cookie = d->cookie;
-    uint32_t alg = d->alg;
-    switch (d->kind) {
-    case QUAY_OFF_BARRIER:
-        if (alg == QUAY_COLL_AUTO)
-            alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
-        coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
-        break;
-    case QUAY_OFF_BCAST:
+    if (d->kind == QUAY_OFF_BCAST) {
         s->rbuf = d->rbuf;
         s->sbuf = d->rbuf;
-        if (!offloaded && bypass_applies(e, c, d))
-            coll_build_bcast_bypass(s, d->count, d->root, 0);
-        else
-            coll_build_bcast(s, alg != QUAY_COLL_AUTO ? alg : pick_bcast(d->count, c->size),
-                             d->count, d->root);
-        break;
-    default:
+    } else if (d->kind != QUAY_OFF_BARRIER) {
         s->op = d->op;
         s->dt = d->dt;
-        s->esize = op_dtype_size(d->dt);
-        s->sbuf = d->sbuf == QUAY_IN_PLACE ? NULL : d->sbuf;
+        s->esize = esize;
+        s->sbuf = in_place ? NULL : d->sbuf;
         s->rbuf = d->rbuf;
-        if (d->kind == QUAY_OFF_REDUCE && !offloaded && bypass_applies(e, c, d))
-            coll_build_reduce_bypass(s, d->count, d->root, d->sbuf == QUAY_IN_PLACE, 0);
-        else if (d->kind == QUAY_OFF_REDUCE)
-            coll_build_reduce(s, d->count, d->root, d->sbuf == QUAY_IN_PLACE);
-        else
-            coll_build_allreduce(s, pick_allreduce(alg, d->count, s->esize, c->size,
-                                                   op_commutative(&d->op)),
-                                 d->count, d->sbuf == QUAY_IN_PLACE);
-        break;
+    }
+    if (!s->reused) {
+        switch (d->kind) {
+        case QUAY_OFF_BARRIER:
+            coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
+            break;
+        case QUAY_OFF_BCAST:
+            if (bypass)
+                coll_build_bcast_bypass(s, d->count, d->root, 0);
+            else
+                coll_build_bcast(s, alg, d->count, d->root);
+            break;
+        case QUAY_OFF_REDUCE:
+            if (bypass)
+                coll_build_reduce_bypass(s, d->count, d->root, in_place, 0);
+            else
+                coll_build_reduce(s, d->count, d->root, in_place);
+            break;
+        default:
+            coll_build_allreduce(s, alg, d->count, in_place);
+            break;
+        }
     }
     return sched_start(s, req);
 }

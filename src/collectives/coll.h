@@ -45,10 +45,11 @@ typedef struct coll_step {
     uint8_t state;     /* CST_* */
     uint8_t buf;       /* CB_*: send source, receive target, reduce/copy target */
     uint8_t buf2;      /* CB_*: reduce/copy source */
+    uint8_t notify;    /* send: wake the receiver's host (bypass) */
     uint32_t ndeps;    /* steps before it not yet done */
+    uint32_t ndeps0;   /* ... when the schedule starts (a reuse restarts it) */
     uint32_t succ;     /* its successors: s->succ[succ .. succ + nsucc) */
     uint32_t nsucc;
-    uint8_t notify;    /* send: wake the receiver's host (bypass) */
     int32_t peer;      /* comm rank */
     uint32_t subtag;
     size_t off, off2;  /* byte offsets in buf / buf2 */
@@ -56,9 +57,44 @@ typedef struct coll_step {
     quay_req *req;     /* send / receive while running */
 } coll_step;
 
+/* What a schedule was built for. A call of the same shape reuses a spare
+ * schedule's steps as they are: the graph names buffers (CB_*), never
+ * addresses, and depends on nothing else (the engine's config is fixed). */
+typedef struct coll_shape {
+    uint32_t kind;     /* QUAY_OFF_*; 0: not reusable (bypass schedules) */
+    uint32_t alg;      /* the algorithm decided */
+    uint32_t ctx;      /* the user communicator's context */
+    int32_t size, rank;
+    int32_t root;
+    uint32_t dt;
+    size_t count;
+    uint8_t in_place;
+    uint8_t commutative;
+} coll_shape;
+
 typedef struct coll_sched {
-    qlink link;        /* e->coll_active */
+    /* What finishing a step and starting the next reads, in the first two
+     * cache lines: with many engines each visit finds a schedule cold. */
     qlink rlink;       /* e->coll_ready while it has ready steps */
+    quay_engine *e;
+    quay_comm *comm;   /* the collective twin: every message goes here */
+    coll_step *steps;
+    uint32_t *succ;
+    uint32_t *ready;   /* stack of steps ready to start */
+    uint32_t nready;
+    uint32_t ndone;
+    uint32_t nrunning; /* sends and receives in flight */
+    uint32_t tagbase;  /* (sequence number & 0xFFFF) << 15 */
+    int error;         /* first failure: no more steps start */
+    uint32_t nsteps;
+    const uint8_t *sbuf;
+    uint8_t *rbuf;
+    uint8_t *tmp;
+    quay_req *ureq;    /* the user's request (RK_COLL) */
+    int32_t rank, size;/* our rank and the size of the communicator */
+    uint8_t offloaded; /* an agent's: its end is reported with cookie */
+
+    qlink link;        /* e->coll_active */
     qlink elink;       /* e->coll_early: started by an arrival, not yet called */
     uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
     uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
@@ -68,34 +104,20 @@ typedef struct coll_sched {
     uint32_t byp_own;  /* bypass reduce: "mine op children's", or CS_NONE */
     uint32_t byp_final;/* bypass reduce: the result's last move (a placeholder
                           until coll_reduce_bypass_claim) */
-    quay_engine *e;
-    quay_req *ureq;    /* the user's request (RK_COLL) */
-    quay_comm *comm;   /* the collective twin: every message goes here */
-    int32_t rank, size;/* our rank and the size of the communicator */
-    uint32_t tagbase;  /* (sequence number & 0xFFFF) << 15 */
-    coll_step *steps;
-    uint32_t nsteps, cap;
+    uint32_t cap;
     uint32_t *edges;   /* building: pairs (before, after); then succ lists */
     uint32_t nedges, ecap;
-    uint32_t *succ;
-    uint32_t *ready;   /* stack of steps ready to start */
     uint32_t succ_cap, ready_cap; /* allocated lengths (kept when spare) */
     size_t tmp_cap;
-    uint32_t nready;
-    uint32_t ndone;
-    uint32_t nrunning; /* sends and receives in flight */
-    const uint8_t *sbuf;
-    uint8_t *rbuf;
-    uint8_t *tmp;
     size_t tmp_len;
     quay_op op;
     quay_dtype dt;
     size_t esize;      /* element size of dt (reductions) */
-    uint8_t offloaded; /* an agent's: its end is reported with cookie */
     uint64_t cookie;
-    int error;         /* first failure: no more steps start */
     int cancelled;     /* after it: the pending receives were cancelled */
     int err;           /* building: out of memory */
+    coll_shape shape;  /* what the steps were built for (kind 0: unknown) */
+    uint8_t reused;    /* taken spare with its steps: nothing to build */
 } coll_sched;
 
 /* ---- building (sched.c) ---------------------------------------------------- */
@@ -158,6 +180,9 @@ void coll_hooks(quay_engine *e);
 /** A schedule for a collective on user communicator c (twin created if
  *  needed): NULL with *rc set if it cannot start now. */
 coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc);
+/** sched_new, preferring a spare schedule built for `shape` (then
+ *  s->reused is set and the caller builds nothing). */
+coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *shape, int *rc);
 /** Size the temporary area (bytes); the schedule allocates it at start. */
 void sched_tmp(coll_sched *s, size_t len);
 /** Finish building and start: the user's request is returned in *req.

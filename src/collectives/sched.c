@@ -201,15 +201,37 @@ static void sched_free(coll_sched *s)
     e->coll_nspare++;
 }
 
-/* A blank schedule: a spare one (its arrays' capacity kept) or a new one. */
-static coll_sched *sched_blank(quay_engine *e)
+static int shape_eq(const coll_shape *a, const coll_shape *b)
 {
-    qlink *n = ql_first(&e->coll_spare);
+    return a->kind == b->kind && a->alg == b->alg && a->ctx == b->ctx && a->size == b->size &&
+           a->rank == b->rank && a->root == b->root && a->dt == b->dt && a->count == b->count &&
+           a->in_place == b->in_place && a->commutative == b->commutative;
+}
+
+/* A blank schedule: a spare one (its arrays' capacity kept) or a new one.
+ * A spare built for `want` keeps its steps too (s->reused). */
+static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
+{
+    qlink *n = NULL;
+    if (want != NULL)
+        for (qlink *l = ql_first(&e->coll_spare); l != NULL; l = ql_next(&e->coll_spare, l)) {
+            const coll_sched *sp = QUAY_CONTAINER_OF(l, coll_sched, link);
+            if (sp->shape.kind != 0 && shape_eq(&sp->shape, want)) {
+                n = l;
+                break;
+            }
+        }
+    int reuse = n != NULL;
+    if (n == NULL)
+        n = ql_first(&e->coll_spare); /* the oldest: the least likely asked for */
     coll_sched *s, keep;
     if (n == NULL) {
         s = qalloc(e, sizeof *s);
-        if (s != NULL)
+        if (s != NULL) {
             memset(s, 0, sizeof *s);
+            if (want != NULL)
+                s->shape = *want;
+        }
         return s;
     }
     ql_remove(n);
@@ -227,6 +249,13 @@ static coll_sched *sched_blank(quay_engine *e)
     s->ready_cap = keep.ready_cap;
     s->tmp = keep.tmp;
     s->tmp_cap = keep.tmp_cap;
+    if (reuse) {
+        s->nsteps = keep.nsteps;
+        s->tmp_len = keep.tmp_len;
+        s->reused = 1;
+    }
+    if (want != NULL)
+        s->shape = *want; /* what it holds, or is about to be built for */
     return s;
 }
 
@@ -291,6 +320,11 @@ int coll_attach(quay_engine *e)
 
 coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
 {
+    return sched_new_shaped(e, c, NULL, rc);
+}
+
+coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *shape, int *rc)
+{
     if (e->coll_nactive >= e->cfg.coll_max) {
         *rc = QUAY_EAGAIN;
         return NULL;
@@ -305,7 +339,7 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
     }
     /* (first: a schedule kept spare below must be freed with the engine) */
     coll_hooks(e);
-    coll_sched *s = sched_blank(e);
+    coll_sched *s = sched_blank(e, shape);
     if (s == NULL) {
         *rc = QUAY_EAGAIN;
         return NULL;
@@ -332,8 +366,22 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
 
 void sched_discard(coll_sched *s)
 {
+    s->shape.kind = 0; /* its steps may be half built: never reuse them */
     req_release(s->e, s->ureq);
     sched_free(s);
+}
+
+/* A reused schedule: every step back to waiting on all its predecessors. */
+static void sched_rewind(coll_sched *s)
+{
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        coll_step *st = &s->steps[i];
+        st->ndeps = st->ndeps0;
+        st->req = NULL;
+        st->state = st->ndeps == 0 ? CST_READY : CST_WAIT;
+        if (st->ndeps == 0)
+            s->ready[s->nready++] = i;
+    }
 }
 
 /* Edges -> successor lists (counting sort by the earlier step) and
@@ -341,6 +389,10 @@ void sched_discard(coll_sched *s)
 static int sched_link(coll_sched *s)
 {
     quay_engine *e = s->e;
+    if (s->reused) {
+        sched_rewind(s);
+        return 0;
+    }
     if (reserve(e, (void **)&s->succ, &s->succ_cap, s->nedges ? s->nedges : 1,
                 sizeof *s->succ) != 0 ||
         reserve(e, (void **)&s->ready, &s->ready_cap, s->nsteps ? s->nsteps : 1,
@@ -361,6 +413,8 @@ static int sched_link(coll_sched *s)
         s->succ[b->succ + b->nsucc++] = s->edges[2 * k + 1];
     }
     s->nedges = 0; /* the edge array stays, for the next build */
+    for (uint32_t i = 0; i < s->nsteps; i++)
+        s->steps[i].ndeps0 = s->steps[i].ndeps;
     if (s->gate != CS_NONE)
         s->steps[s->gate].ndeps++; /* opened by the local call (sched_claim) */
     /* Ready in index order: algorithms list steps in the order they want
@@ -554,7 +608,7 @@ static int step_run(coll_sched *s, uint32_t i)
             return rc;
         }
         if (st->notify)
-            coll_notify(e, s->comm->world[st->peer]);
+            coll_notify(e, comm_world(s->comm, st->peer));
         if (st->state == CST_RUNNING)
             st->req = r; /* not done at once (the hook ran otherwise) */
         return 0;

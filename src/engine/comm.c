@@ -128,6 +128,7 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
         world[i] = world_ranks ? world_ranks[i] : i;
         ql_init(&src[i]);
     }
+    comm_note_identity(c);
     ql_init(&c->posted_wild);
     ql_init(&c->unexp_all);
     c->in_use = 1;
@@ -173,6 +174,14 @@ int quay_comm_free(quay_engine *e, quay_comm *c)
     return 0;
 }
 
+void comm_note_identity(quay_comm *c)
+{
+    int32_t i = 0;
+    while (i < c->size && c->world[i] == i)
+        i++;
+    c->identity = i == c->size;
+}
+
 int32_t quay_comm_rank(const quay_comm *c) { return c ? c->myrank : -1; }
 int32_t quay_comm_size(const quay_comm *c) { return c ? c->size : -1; }
 uint32_t quay_comm_context(const quay_comm *c) { return c ? c->ctx : 0; }
@@ -181,5 +190,5 @@ int32_t quay_comm_world_rank(const quay_comm *c, int32_t r)
 {
     if (c == NULL || r < 0 || r >= c->size)
         return -1;
-    return c->world[r];
+    return comm_world(c, r);
 }

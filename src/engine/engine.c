@@ -277,7 +277,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     if (peer < 0 || peer >= e->nranks)
         return QUAY_EINVAL;
     int rc;
-    if (e->peers[peer].failed) {
+    if (peer_failed(e, peer)) {
         rc = QUAY_ESTATE; /* declared failed: nothing more from it counts */
     } else if (e->flow) {
         rc = chan_on_packet(e, peer, bytes, len);
@@ -406,7 +406,8 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
     uint32_t ch = (uint32_t)(token >> OUT_TOKEN_CHAN_SHIFT) & OUT_TOKEN_CHAN_MASK;
     if (ch >= e->nchans)
         return e->fatal ? e->fatal : QUAY_ESTATE;
-    e = e->chans[ch];
+    if (ch != 0)
+        e = e->chans[ch]; /* channel 0 is the root: no read of chans[] */
     int rc = out_on_op_done(e, token, status);
     if (coll_due(e))
         e->coll_progress(e);

@@ -31,7 +31,7 @@ int32_t req_waits_on(const quay_engine *e, const quay_req *r)
     if (r->kind == RK_RDMA)
         return -1;
     if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR)
-        return r->rank != QUAY_ANY_SOURCE ? r->comm->world[r->rank] : -1;
+        return r->rank != QUAY_ANY_SOURCE ? comm_world(r->comm, r->rank) : -1;
     if (r->state == QUAY_RS_RECV_ANY) /* a claim waits on its sender */
         return (r->flags & RF_ANY_CLAIMED) ? r->peer : -1;
     return r->peer != e->rank ? r->peer : -1;
@@ -43,6 +43,7 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
     if (ps->failed)
         return;
     ps->failed = 1;
+    e->nfailed++;
     e->st.peers_failed++;
 
     qlink *n;

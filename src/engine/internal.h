@@ -129,7 +129,12 @@ typedef struct quay_req {
     /* recv: sender's request id and message length */
     uint32_t sreq;
     uint64_t msg_len;
-    /* rendezvous (both sides) */
+    uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
+    uint32_t slot;      /* recv ANY: its announcement's slot index + 1;
+                           send ANY: the announcement id it flagged */
+    uint32_t coll_step; /* RF_COLL: its step in the schedule (user) */
+    /* Everything an eager message reads is above (three cache lines);
+     * below, rendezvous and one-sided state. */
     uint64_t accepted;  /* bytes the receiver takes */
     uint32_t frag;      /* fragment size (receiver's choice) */
     uint32_t nfrags;
@@ -140,15 +145,11 @@ typedef struct quay_req {
     uint64_t bitmap;    /* recv: received fragments in [base, base + 64) */
     uint64_t received;  /* recv: bytes received */
     uint32_t ncts;      /* recv: CTS emitted; send: every index < ncts seen */
-    uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
     uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
+    uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
     void *bsend_block;  /* internal buffered-send carrier: its block */
     uint64_t rkey;      /* one-sided, RDMA rendezvous: the peer's key */
     uint64_t roff;      /* one-sided: offset in the peer's region */
-    uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
-    uint32_t slot;      /* recv ANY: its announcement's slot index + 1;
-                           send ANY: the announcement id it flagged */
-    uint32_t coll_step; /* RF_COLL: its step in the schedule (user) */
 } quay_req;
 
 /* Message descriptor: unexpected, held out of order, orphaned or taken. */
@@ -197,6 +198,7 @@ struct quay_comm {
     int32_t myrank;
     int in_use;
     int32_t *world;      /* comm rank -> world rank */
+    uint8_t identity;    /* world[i] == i for every i: hot paths skip the map */
     qlink posted_wild;   /* (ANY_SOURCE, ANY_TAG) receives in post order */
     uint32_t nwild;      /* receives on posted_wild */
     uint32_t n_anysrc;   /* posted (ANY_SOURCE, tag) receives (in bins) */
@@ -395,18 +397,66 @@ typedef struct bsend_state {
 } bsend_state;
 
 struct quay_engine {
-    quay_config cfg;
-    quay_allocator a;
+    /* ---- hot: what every eager message, completion and idle pull reads,
+     * packed into the first few cache lines. With many engines in one
+     * process (nicsim at 1024 ranks) each visit to an engine finds it
+     * cold, so every line these fields would otherwise spread over is a
+     * miss. Keep rarely-read fields below the cfg. */
+    struct quay_engine *root;
+    int fatal;           /* sticky fatal code, 0 when healthy */
+    int flow;            /* quay_config.flow */
+    uint8_t rare;        /* a source of work the hot path seldom has (out.c
+                            rare_ready) may hold something: set where one
+                            is filled (work_rare), cleared by an idle pull
+                            that finds them all empty */
+    uint8_t quiesced;    /* quay_channel_quiesce: no new packets out */
+    uint8_t chan_id;     /* this channel's id, in every frame it sends */
+    uint32_t nchans;     /* root only */
+    uint32_t nfailed;    /* peers declared failed: 0 lets hot paths skip
+                            reading the peer's state */
     int32_t rank;
     int32_t nranks;
-    int fatal;           /* sticky fatal code, 0 when healthy */
-    uint64_t now;
-    uint64_t stamp;      /* receive post counter */
+    quay_trace_fn trace_fn;
 
     quay_req *reqs;
-    uint32_t nreqs;
     quay_req *req_free;  /* free list through link.next */
+    uint32_t nreqs;
     uint32_t reqs_used;
+    uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
+    uint64_t stamp;      /* receive post counter */
+
+    qout *outs;
+    qout *out_free;
+    uint32_t nouts;
+    uint32_t outs_used;
+    uint32_t outs_reserved; /* kept for ACK-only frames (flow control) */
+    uint32_t ctrl_count;
+    qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
+    qlink txq;           /* requests with packets to emit */
+    qlink cq;            /* completed requests awaiting a COMPLETE action */
+    qlink rdmaq;         /* one-sided requests waiting for their action */
+    uint32_t rtrq_count;
+    uint32_t coll_npend; /* arrivals the collectives want to look at */
+    uint32_t coll_nemit; /* offload actions waiting to be pulled */
+    uint32_t ndrain_blocked;
+    rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
+    any_slot *aslots;    /* cfg.any_slots announced patterns (arbitrate.c) */
+    peer_state *peers;
+    quay_comm *last_comm; /* lookup cache */
+
+    /* collectives (src/collectives): the engine only calls these hooks */
+    void (*coll_hook)(quay_engine *e, quay_req *r); /* an RF_COLL request is done */
+    void (*coll_progress)(quay_engine *e);          /* run schedules with work */
+    qlink coll_ready;    /* schedules with steps to start */
+    qlink coll_blocked;  /* ... that found no request or control slot */
+
+    match_state m;
+    /* ---- end of the hot part */
+
+    quay_stats st;       /* pkts_in, pkts_out first: next to the hot part */
+    quay_config cfg;
+    quay_allocator a;
+    uint64_t now;
 
     umsg *msgs;
     uint32_t nmsgs;
@@ -417,42 +467,22 @@ struct quay_engine {
     size_t held_bytes;
     uint32_t held_total;
 
-    qout *outs;
-    uint32_t nouts;
-    qout *out_free;
-    uint32_t outs_used;
-    uint32_t outs_reserved; /* kept for ACK-only frames (flow control) */
-    qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
-
     ctrl_item *ctrl;
-    uint32_t ctrl_cap, ctrl_mask, ctrl_head, ctrl_count;
+    uint32_t ctrl_cap, ctrl_mask, ctrl_head;
     uint32_t ctrl_reserved; /* slots promised to FINs of RDMA reads */
 
-    qlink txq;           /* requests with packets to emit */
-    qlink rdmaq;         /* one-sided requests waiting for their action */
     rtr_item *rtrq;      /* RTR work to emit, a ring (rtr.c) */
-    uint32_t rtrq_cap, rtrq_head, rtrq_count;
-    rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
+    uint32_t rtrq_cap, rtrq_head;
     rtr_logent *rlog_pool;
-    any_slot *aslots;    /* cfg.any_slots announced patterns (arbitrate.c) */
     uint64_t *aslot_bits;/* per slot: peers holding it, any_words words */
     uint32_t any_words;
-    qlink cq;            /* completed requests awaiting a COMPLETE action */
-    uint32_t ndrain_blocked;
 
-    /* collectives (src/collectives): the engine only calls these hooks */
-    void (*coll_hook)(quay_engine *e, quay_req *r); /* an RF_COLL request is done */
-    void (*coll_progress)(quay_engine *e);          /* run schedules with work */
     void (*coll_fini)(quay_engine *e);              /* free them (engine free) */
     int (*coll_emit)(quay_engine *e, quay_action *a); /* an offload action */
     void (*coll_arrival)(quay_engine *e, quay_comm *twin, const struct quay_msg *m);
     qlink coll_early;    /* schedules started by an arrival, not yet called */
-    uint32_t coll_npend; /* arrivals the collectives want to look at */
     struct coll_bypass *coll_byp; /* application bypass state, or NULL */
-    uint32_t coll_nemit; /* offload actions waiting to be pulled */
     struct coll_offload *coll_off; /* offloading state (offload.c), or NULL */
-    qlink coll_ready;    /* schedules with steps to start */
-    qlink coll_blocked;  /* ... that found no request or control slot */
     qlink coll_active;   /* every running schedule */
     uint32_t coll_nactive;
     qlink coll_spare;    /* finished schedules kept with their arrays, so
@@ -460,34 +490,20 @@ struct quay_engine {
     uint32_t coll_nspare;
     uint32_t ncomms_user;/* communicators the user created (twins aside) */
 
-    peer_state *peers;
     quay_comm *comms;
     uint32_t ncomms_max;
     uint32_t ncomms;
-    quay_comm *last_comm; /* lookup cache */
     qlink orphans;       /* messages for contexts not created yet */
     uint32_t norphans;
 
-    match_state m;
     bsend_state bs;
-
-    quay_trace_fn trace_fn;
     void *trace_ctx;
-    quay_stats st;
 
     /* flow control (src/flowctl/chan.c) */
-    int flow;            /* quay_config.flow */
     fc_params fcp;
     uint32_t chan_rr;    /* round-robin start for channel pulls */
     uint64_t ka_next;    /* next keepalive tick, 0 = not armed */
-    uint8_t quiesced;    /* quay_channel_quiesce: no new packets out */
-    uint8_t rare;        /* a source of work the hot path seldom has (out.c
-                            rare_ready) may hold something: set where one
-                            is filled (work_rare), cleared by an idle pull
-                            that finds them all empty */
-    uint64_t reqs_allocs;/* requests ever allocated (keepalive re-arming) */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
-    uint32_t crc_table[256];
 
     /* registered memory (mem.c) */
     mregion *regions;
@@ -498,13 +514,11 @@ struct quay_engine {
 
     /* channels: channel 0 is the engine the user created (the root); it
      * owns the others and faces the transport (engine.c dispatches) */
-    uint8_t chan_id;     /* this channel's id, in every frame it sends */
     uint32_t ctx_key;    /* the running context's key: seeds every frame
                             CRC, so a frame of another context is refused */
-    struct quay_engine *root;
-    struct quay_engine *chans[QUAY_MAX_CHANNELS]; /* root only */
-    uint32_t nchans;     /* root only */
     uint32_t act_rr;     /* root only: channel to pull actions from first */
+    struct quay_engine *chans[QUAY_MAX_CHANNELS]; /* root only */
+    uint32_t crc_table[256];
 };
 
 /* Channel handles: the root for transport calls, channel k for the rest. */
@@ -622,13 +636,27 @@ void txq_add(quay_engine *e, quay_req *r);
 
 /* ---- communicators (comm.c) -------------------------------------------- */
 quay_comm *comm_lookup(quay_engine *e, uint32_t ctx);
+/** Set c->identity from its map (after the map is filled). */
+void comm_note_identity(quay_comm *c);
+/** World rank of comm rank `r` (in range). */
+static inline int32_t comm_world(const quay_comm *c, int32_t r)
+{
+    return c->identity ? r : c->world[r];
+}
 /** Comm rank of world rank `peer` claimed as `src`: 1 if consistent. */
 static inline int comm_src_ok(const quay_comm *c, int32_t src, int32_t peer)
 {
-    return src >= 0 && src < c->size && c->world[src] == peer;
+    return src >= 0 && src < c->size && comm_world(c, src) == peer;
 }
 
 /* ---- messages and sequencing (seq.c) ------------------------------------ */
+/** Was `peer` declared failed? Reads the peer's (cold) state only when
+ *  some peer has failed. */
+static inline int peer_failed(const quay_engine *e, int32_t peer)
+{
+    return e->nfailed != 0 && e->peers[peer].failed;
+}
+
 /** Next sequence number to `peer` for a packet that is built and emitted
  *  later (envelope, flag, SC, CANCEL_REQ). With rtr on it counts as unsent
  *  until it leaves: RTRs, numbered when they go out, wait for it. */

@@ -77,13 +77,12 @@ void send_go(quay_engine *e, quay_req *r)
 
 /* Prepare send request r for message (buf, len) to dst and start it. */
 static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
-                       int32_t dst, int32_t tag, quay_send_mode mode)
+                       int32_t dst, int32_t peer, int32_t tag, quay_send_mode mode)
 {
-    quay_comm *c = r->comm;
     r->mode = (uint8_t)mode;
     r->rank = dst;
     r->tag = tag;
-    r->peer = c->world[dst];
+    r->peer = peer;
     r->u.sbuf = buf;
     r->len = len;
     r->status.source = dst;
@@ -120,10 +119,10 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
         quay_req *carrier = req_alloc(e, RK_SEND, c);
         carrier->flags |= RF_INTERNAL;
         carrier->bsend_block = copy;
-        send_start(e, carrier, copy, len, dst, tag, QUAY_SEND_STANDARD);
+        send_start(e, carrier, copy, len, dst, comm_world(c, dst), tag, QUAY_SEND_STANDARD);
         quay_req *r = req_alloc(e, RK_SEND, c);
         r->mode = QUAY_SEND_BUFFERED;
-        r->peer = c->world[dst];
+        r->peer = comm_world(c, dst);
         r->status.source = dst;
         r->status.tag = tag;
         r->status.count = len;
@@ -155,16 +154,17 @@ static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_
     r->user = user;
     r->coll_step = step;
     *preq = r;
-    if (e->peers[c->world[dst]].failed) {
+    int32_t peer = comm_world(c, dst);
+    if (peer_failed(e, peer)) {
         /* The peer was declared failed: nothing will reach it. */
-        r->peer = c->world[dst];
+        r->peer = peer;
         r->status.source = dst;
         r->status.tag = tag;
         r->status.error = QUAY_EPEER;
         req_complete(e, r);
         return 0;
     }
-    send_start(e, r, buf, len, dst, tag, mode);
+    send_start(e, r, buf, len, dst, peer, tag, mode);
     return 0;
 }
 
@@ -266,7 +266,7 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
             trace_match(e, r, m, m->peer, m->seq, m->ctx, m->src, m->tag);
         p2p_deliver(e, r, m, m->data);
         umsg_free(e, m);
-    } else if (src != QUAY_ANY_SOURCE && e->peers[c->world[src]].failed) {
+    } else if (src != QUAY_ANY_SOURCE && peer_failed(e, comm_world(c, src))) {
         r->status.source = src;
         r->status.tag = tag;
         r->status.error = QUAY_EPEER; /* nothing will come from it */

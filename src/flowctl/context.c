@@ -124,6 +124,7 @@ void context_reset(quay_engine *e, uint32_t key)
     ql_init(&e->orphans);
     e->norphans = 0;
     e->ndrain_blocked = 0;
+    e->nfailed = 0;
     match_reset(e);
     memset(&e->bs, 0, sizeof e->bs);
 

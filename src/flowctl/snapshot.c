@@ -502,6 +502,7 @@ static void sx_comms(snap *s)
             sx_i32(s, &d->world[i]);
             ql_init(&d->unexp_src[i]);
         }
+        comm_note_identity(d);
         ql_init(&d->posted_wild);
         ql_init(&d->unexp_all);
         d->in_use = 1;
@@ -1204,6 +1205,8 @@ static void sx_peers(snap *s)
             d->tx.deadline = rebase(tmp.tx.deadline, delta, UINT64_MAX);
             if (d->drain_blocked)
                 e->ndrain_blocked++;
+            if (d->failed)
+                e->nfailed++;
         }
         /* held messages, sorted by seq, all ahead of rx_seq */
         uint32_t nh = 0;
