@@ -43,6 +43,7 @@ typedef struct tpkt {
     uint8_t kind;
     uint8_t from_agent, to_agent;
     uint8_t signal;     /* its sender asked to wake the receiving host */
+    uint8_t small;      /* room for PKT_SMALL bytes: back to t->spare when done */
     uint64_t token;
     size_t len;
     uint8_t *bytes;
@@ -107,6 +108,7 @@ struct tsim {
     void *app_ctx;
     int fatal;
     tsim_stats st;
+    tpkt *spare;         /* freed small packets, reused first (no malloc per packet) */
 };
 
 /* ---- model ------------------------------------------------------------------------ */
@@ -302,7 +304,20 @@ static tev ev_pop(tsim *t)
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t bytes_ns(size_t len, uint64_t ps) { return (uint64_t)len * ps / 1000; }
 
-static void pkt_free(tpkt *p) { free(p); }
+/* Packets of at most PKT_SMALL bytes (every eager and control packet)
+ * are kept on t->spare when done: their number is bounded by the most
+ * ever in flight at once. */
+#define PKT_SMALL 256
+
+static void pkt_free(tsim *t, tpkt *p)
+{
+    if (p->small) {
+        p->next = t->spare;
+        t->spare = p;
+    } else {
+        free(p);
+    }
+}
 
 static void q_push(tpkt **head, tpkt **tail, tpkt *p)
 {
@@ -330,12 +345,18 @@ static tpkt *q_pop(tpkt **head, tpkt **tail)
 /* A packet and room for `extra` bytes of copy right behind it. */
 static tpkt *pkt_new_bytes(tsim *t, int32_t from, int32_t to, int kind, size_t extra)
 {
-    tpkt *p = malloc(sizeof *p + extra);
+    int small = extra <= PKT_SMALL;
+    tpkt *p = small ? t->spare : NULL;
+    if (p != NULL)
+        t->spare = p->next;
+    else
+        p = malloc(sizeof *p + (small ? PKT_SMALL : extra));
     if (p == NULL) {
         t->fatal = QUAY_ENOMEM;
         return NULL;
     }
     memset(p, 0, sizeof *p);
+    p->small = (uint8_t)small;
     p->bytes = (uint8_t *)(p + 1);
     p->from = from;
     p->to = to;
@@ -620,7 +641,7 @@ static int deliver(tsim *t, quay_engine *e, trank *r, tpkt *p)
         t->fatal = rc;
     t->st.packets++;
     t->st.bytes += p->len;
-    pkt_free(p);
+    pkt_free(t, p);
     return 1;
 }
 
@@ -726,7 +747,7 @@ static void step(tsim *t, const tev *ev)
                               bytes_ns(p->kind == PK_GET ? p->len : 0, m->wire_ps),
                        p->from, p->token, 0, rc);
             t->st.packets++;
-            pkt_free(p);
+            pkt_free(t, p);
             break;
         }
         nic_take_buffer(t, ev->rank, p);
@@ -780,7 +801,7 @@ static void step(tsim *t, const tev *ev)
         int rc = r->agent != NULL ? quay_agent_post(r->agent, p->desc) : QUAY_EINVAL;
         if (rc != 0)
             t->fatal = rc < 0 ? rc : QUAY_EINVAL;
-        pkt_free(p);
+        pkt_free(t, p);
         if (r->agent != NULL)
             agent_pump(t, ev->rank, r->nic_free);
         break;
@@ -805,7 +826,7 @@ static void step(tsim *t, const tev *ev)
         op_done_at(t, t->now + 2 * m->bus_ns + 2 * m->nic_ns + m->wire_ns, p->from, p->token,
                    0, rc);
         t->st.packets++;
-        pkt_free(p);
+        pkt_free(t, p);
         break;
     }
     default:
@@ -834,7 +855,7 @@ static void q_free(tpkt *p)
 {
     while (p != NULL) {
         tpkt *n = p->next;
-        pkt_free(p);
+        free(p);
         p = n;
     }
 }
@@ -846,7 +867,7 @@ void tsim_free(tsim *t)
     for (int i = 0; i < 65; i++) {
         for (uint32_t k = t->b[i].head; k < t->b[i].n; k++)
             if (t->evs[t->b[i].ix[k]].p != NULL)
-                pkt_free(t->evs[t->b[i].ix[k]].p);
+                free(t->evs[t->b[i].ix[k]].p);
         free(t->b[i].ix);
     }
     for (int32_t i = 0; i < t->n; i++) {
@@ -854,6 +875,7 @@ void tsim_free(tsim *t)
         q_free(t->r[i].retry);
         q_free(t->r[i].nicq);
     }
+    q_free(t->spare);
     free(t->evs);
     free(t->evfree);
     free(t->r);
