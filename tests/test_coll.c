@@ -514,6 +514,13 @@ static void t_allreduce(void)
                  "11, 13, 16, 17, 32, 33)", ns_desc());
 }
 
+#define FEW_REQUESTS 16
+static void few_requests(quay_config *c, void *arg)
+{
+    (void)arg;
+    c->max_requests = FEW_REQUESTS;
+}
+
 /* ---- reused schedules ----------------------------------------------------------- */
 
 /* A spare schedule built for the same shape is started again as it is
@@ -556,6 +563,39 @@ static void t_reuse(void)
     }
     ok_msg(good, "reused schedules: %d calls over 7 shapes in random order (n = 2, 3, 5, 8) "
                  "correct", runs);
+
+    /* A call refused for want of a request (QUAY_EAGAIN) leaves no
+     * schedule behind that a later call of its shape could take for
+     * built: the retried barrier must still wait for everyone. */
+    world w;
+    good = world_new(&w, 3, few_requests, NULL) == 0;
+    quay_req *fill[FEW_REQUESTS] = {0}, *q[MAXN] = {0}, *warm[MAXN] = {0};
+    int32_t sink[FEW_REQUESTS];
+    for (int r = 0; r < 3; r++) /* an allreduce first: a spare of another shape */
+        good &= quay_iallreduce(w.e[r], w.c[r], &sink[r], &sink[3 + r], 1, QUAY_INT32,
+                                &(quay_op){QUAY_OP_SUM, 1, NULL, NULL}, &warm[r]) == 0;
+    good &= sw_run(&w) == NICSIM_RUN_IDLE;
+    good &= all_good(&w, warm, 3);
+    int nfill = 0;
+    while (nfill < FEW_REQUESTS &&
+           quay_irecv(w.e[0], w.c[0], &sink[nfill], sizeof sink[nfill], 1, 99,
+                      &fill[nfill]) == 0)
+        nfill++;
+    good &= quay_ibarrier(w.e[0], w.c[0], &q[0]) == QUAY_EAGAIN;
+    for (int i = 0; i < nfill; i++)
+        good &= quay_cancel(w.e[0], fill[i]) == 0 && quay_req_free(w.e[0], fill[i]) == 0;
+    good &= sw_run(&w) == NICSIM_RUN_IDLE;
+    good &= quay_ibarrier(w.e[0], w.c[0], &q[0]) == 0;
+    good &= sw_run(&w) == NICSIM_RUN_IDLE;
+    int early = quay_req_test(q[0], NULL);
+    for (int r = 1; r < 3; r++)
+        good &= quay_ibarrier(w.e[r], w.c[r], &q[r]) == 0;
+    good &= sw_run(&w) == NICSIM_RUN_IDLE;
+    good &= all_good(&w, q, 3);
+    sw_free(&w);
+    ok_msg(good && !early && nfill > 1,
+           "a barrier refused for want of a request, then called again, waits for everyone "
+           "(%d receives filled the pool)", nfill);
 }
 
 /* ---- large messages ------------------------------------------------------------- */

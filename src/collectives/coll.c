@@ -75,7 +75,7 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
                 quay_req **req)
 {
     int in_place = d->sbuf == QUAY_IN_PLACE;
-    int bypass = !offloaded && d->kind != QUAY_OFF_BARRIER && bypass_applies(e, c, d);
+    int bypass = !offloaded && bypass_applies(e, c, d);
     size_t esize = d->kind == QUAY_OFF_BARRIER || d->kind == QUAY_OFF_BCAST
                        ? 0 : op_dtype_size(d->dt);
     uint32_t alg = d->alg;
@@ -88,7 +88,7 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
 
     coll_shape shape;
     memset(&shape, 0, sizeof shape);
-    shape.kind = bypass ? 0 : d->kind; /* bypass schedules are not reused */
+    shape.kind = d->kind;
     shape.alg = alg;
     shape.ctx = c->ctx;
     shape.size = c->size;
@@ -102,6 +102,8 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     }
 
     int rc;
+    /* Bypass schedules are never reused: their gate and early start
+     * depend on arrivals. */
     coll_sched *s = sched_new_shaped(e, c, bypass ? NULL : &shape, &rc);
     if (s == NULL)
         return rc;
@@ -138,6 +140,8 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
             coll_build_allreduce(s, alg, d->count, in_place);
             break;
         }
+        if (!bypass)
+            s->shape = shape; /* (a build that failed is discarded with it) */
     }
     return sched_start(s, req);
 }

@@ -209,7 +209,8 @@ static int shape_eq(const coll_shape *a, const coll_shape *b)
 }
 
 /* A blank schedule: a spare one (its arrays' capacity kept) or a new one.
- * A spare built for `want` keeps its steps too (s->reused). */
+ * A spare built for `want` keeps its steps too (s->reused); any other has
+ * no shape until its builder gives it one (coll_launch, once built). */
 static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
 {
     qlink *n = NULL;
@@ -227,11 +228,8 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
     coll_sched *s, keep;
     if (n == NULL) {
         s = qalloc(e, sizeof *s);
-        if (s != NULL) {
+        if (s != NULL)
             memset(s, 0, sizeof *s);
-            if (want != NULL)
-                s->shape = *want;
-        }
         return s;
     }
     ql_remove(n);
@@ -252,10 +250,9 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
     if (reuse) {
         s->nsteps = keep.nsteps;
         s->tmp_len = keep.tmp_len;
+        s->shape = keep.shape;
         s->reused = 1;
     }
-    if (want != NULL)
-        s->shape = *want; /* what it holds, or is about to be built for */
     return s;
 }
 
