@@ -198,7 +198,7 @@ void arb_post(quay_engine *e, quay_req *r)
      * write a receive posted after this one ahead of it. */
     uint32_t need = 0;
     for (int32_t m = 0; m < c->size; m++) {
-        int32_t p = c->world[m];
+        int32_t p = comm_world(c, m);
         if (p == e->rank || e->peers[p].failed || bit_get(b, p))
             continue;
         if (e->peers[p].rtr_out >= e->cfg.rtr_per_peer) {
@@ -213,7 +213,7 @@ void arb_post(quay_engine *e, quay_req *r)
         return;
     }
     for (int32_t m = 0; m < c->size; m++) {
-        int32_t p = c->world[m];
+        int32_t p = comm_world(c, m);
         if (p == e->rank || e->peers[p].failed || bit_get(b, p))
             continue;
         rtr_item *it = rtrq_push_item(e, QUAY_PKT_ENA_ANY, p);

@@ -118,7 +118,7 @@ void rtr_delegate(quay_engine *e, quay_req *r)
     quay_comm *c = r->comm;
     if (e->rtrq == NULL || r->rank < 0 || c->nplain != 0)
         return;
-    int32_t peer = c->world[r->rank];
+    int32_t peer = comm_world(c, r->rank);
     peer_state *ps = &e->peers[peer];
     if (peer == e->rank || ps->failed || ps->rtr_out >= e->cfg.rtr_per_peer ||
         e->rtrq_count == e->rtrq_cap)
