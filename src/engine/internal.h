@@ -401,7 +401,7 @@ struct quay_engine {
      * packed into the first few cache lines. With many engines in one
      * process (nicsim at 1024 ranks) each visit to an engine finds it
      * cold, so every line these fields would otherwise spread over is a
-     * miss. Keep rarely-read fields below the cfg. */
+     * miss. Keep rarely-read fields below its end (after st and cfg). */
     struct quay_engine *root;
     int fatal;           /* sticky fatal code, 0 when healthy */
     int flow;            /* quay_config.flow */
