@@ -5,13 +5,10 @@
  */
 #include "engine/internal.h"
 
-quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
+quay_comm *comm_lookup_scan(quay_engine *e, uint32_t ctx)
 {
-    quay_comm *c = e->last_comm;
-    if (c != NULL && c->ctx == ctx && c->in_use)
-        return c;
     for (uint32_t i = 0; i < e->ncomms_max; i++) {
-        c = &e->comms[i];
+        quay_comm *c = &e->comms[i];
         if (c->in_use && c->ctx == ctx) {
             e->last_comm = c;
             return c;

@@ -9,6 +9,7 @@
  * positive answer.
  */
 #include "engine/internal.h"
+#include "engine/match_fast.h"
 
 /*
  * The small-message hot path [DESIGN §9]: an in-order, standard-mode EAGER
@@ -39,10 +40,22 @@ int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
         return EAGER_NOT_FAST;
     if (!comm_src_ok(c, src, peer))
         return QUAY_ESTATE;
-    quay_req *r = match_find_posted(e, c, src, tag);
-    if (r == NULL || (r->flags & RF_ANY_CLAIMED))
-        return EAGER_NOT_FAST; /* a claimed wildcard: the general path waits */
-    match_remove_posted(e, r);
+    quay_req *r;
+    if (match_exact_only(e, c)) {
+        /* The commonest case, match.c's work inline: no wildcard can be
+         * older, nothing else to keep in step. */
+        r = match_bin_head(&e->m, c->ctx, src, tag);
+        if (r == NULL)
+            return EAGER_NOT_FAST;
+        ql_remove(&r->link);
+        if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
+            c->nplain--;
+    } else {
+        r = match_find_posted(e, c, src, tag);
+        if (r == NULL || (r->flags & RF_ANY_CLAIMED))
+            return EAGER_NOT_FAST; /* a claimed wildcard: the general path waits */
+        match_remove_posted(e, r);
+    }
     if (r->state == QUAY_RS_RECV_RTR)
         rtr_undelegate(e, r); /* the envelope got there first */
     else if (r->state == QUAY_RS_RECV_ANY)

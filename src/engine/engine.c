@@ -122,6 +122,11 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
         rc = arb_init(e);
     if (rc == 0 && c->coll_bypass)
         rc = coll_attach(e);
+    e->tx_plain = !e->flow && e->rtr_pool == NULL &&
+                  !(c->transport_caps & QUAY_CAP_MULTI_SEND);
+    e->p2p_plain = e->rtr_pool == NULL && e->aslots == NULL;
+    e->eager_max = c->eager_max;
+    e->complete_actions = (c->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     *pe = e; /* even on failure: the caller frees it */
     return rc;
 }
@@ -267,7 +272,31 @@ static quay_engine *packet_channel(quay_engine *root, const uint8_t *b, size_t l
     return ch < root->nchans ? root->chans[ch] : root;
 }
 
-int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
+/* Count, trace and follow up a packet's verdict rc (0: consumed). */
+static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
+{
+    if (rc == 0) {
+        e->st.pkts_in++;
+        if (e->trace_fn)
+            trace_wire(e, QUAY_TR_PKT_IN, peer, bytes, len, 0);
+    } else if (rc == QUAY_EAGAIN) {
+        e->st.pkts_deferred++;
+    } else if (!quay_err_is_fatal(rc)) {
+        e->st.pkts_rejected++;
+        if (e->trace_fn)
+            trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
+    }
+    if (coll_due(e))
+        e->coll_progress(e); /* the arrival finished steps: start the next */
+    if (e->fatal)
+        return e->fatal;
+    return rc;
+}
+
+/* quay_on_packet, all of it; `tried`: eager_fast_arrival already said
+ * EAGER_NOT_FAST. */
+static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const void *bytes,
+                                           size_t len, int tried)
 {
     if (e == NULL || (bytes == NULL && len != 0))
         return QUAY_EINVAL;
@@ -288,26 +317,32 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     } else if (peer == e->rank) {
         rc = QUAY_ESTATE; /* self traffic never travels (chan_on_packet: EPROTO) */
     } else {
-        rc = eager_fast_arrival(e, peer, bytes, len);
+        rc = tried ? EAGER_NOT_FAST : eager_fast_arrival(e, peer, bytes, len);
         if (rc == EAGER_NOT_FAST)
             rc = engine_recv(e, peer, bytes, len, NULL);
     }
-    if (rc == 0) {
-        e->st.pkts_in++;
-        if (e->trace_fn)
-            trace_wire(e, QUAY_TR_PKT_IN, peer, bytes, len, 0);
-    } else if (rc == QUAY_EAGAIN) {
-        e->st.pkts_deferred++;
-    } else if (!quay_err_is_fatal(rc)) {
-        e->st.pkts_rejected++;
-        if (e->trace_fn)
-            trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
+    return packet_done(e, peer, bytes, len, rc);
+}
+
+int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
+{
+    /* The small-message hot path [DESIGN §9]: one channel, no flow
+     * control, a healthy engine, a peer in range that is neither us nor
+     * failed (the general path's checks, passed): an in-order EAGER for
+     * a posted receive is consumed by eager_fast_arrival. */
+    int tried = 0;
+    if (e != NULL && bytes != NULL && e->nchans == 1 && !e->flow && e->fatal == 0 &&
+        peer >= 0 && peer < e->nranks && peer != e->rank && e->nfailed == 0) {
+        tried = 1;
+        int rc = eager_fast_arrival(e, peer, bytes, len);
+        if (rc == 0 && !e->trace_fn && !coll_due(e)) {
+            e->st.pkts_in++;
+            return e->fatal;
+        }
+        if (rc != EAGER_NOT_FAST)
+            return packet_done(e, peer, bytes, len, rc);
     }
-    if (coll_due(e))
-        e->coll_progress(e); /* the arrival finished steps: start the next */
-    if (e->fatal)
-        return e->fatal;
-    return rc;
+    return on_packet_general(e, peer, bytes, len, tried);
 }
 
 /* ---- time ------------------------------------------------------------------- */

@@ -39,6 +39,13 @@
 #else
 #define QUAY_NOINLINE
 #endif
+/* ... and keeps a hot helper inside its caller, where the compiler's
+ * size heuristics would call it (a call is a third of a short path). */
+#if defined(__GNUC__) || defined(__clang__)
+#define QUAY_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define QUAY_ALWAYS_INLINE inline
+#endif
 #include "engine/wire.h"
 #include "flowctl/ackn.h"
 
@@ -411,12 +418,19 @@ struct quay_engine {
                             that finds them all empty */
     uint8_t quiesced;    /* quay_channel_quiesce: no new packets out */
     uint8_t chan_id;     /* this channel's id, in every frame it sends */
+    uint8_t tx_plain;    /* no flow control, no RTRs, no multi-send: an
+                            eager send may leave by out.c's short path */
+    uint8_t p2p_plain;   /* no RTRs, no ANY_SOURCE arbitration: isend of
+                            an eager size takes p2p.c's short path (both
+                            set once at creation) */
     uint32_t nchans;     /* root only */
     uint32_t nfailed;    /* peers declared failed: 0 lets hot paths skip
                             reading the peer's state */
     int32_t rank;
     int32_t nranks;
     quay_trace_fn trace_fn;
+    size_t eager_max;    /* cfg.eager_max, here for the hot path */
+    uint8_t complete_actions; /* cfg.flags & QUAY_CFG_COMPLETE_ACTIONS */
 
     quay_req *reqs;
     quay_req *req_free;  /* free list through link.next */
@@ -584,7 +598,7 @@ static inline void req_set_state(quay_engine *e, quay_req *r, int to)
 /* ---- requests (request.c) ---------------------------------------------- */
 /* A request from the pool (NULL when none is free). Inline: two per
  * message on the hot path. */
-static inline quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
+static QUAY_ALWAYS_INLINE quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
 {
     quay_req *r = e->req_free;
     if (r == NULL)
@@ -610,7 +624,11 @@ static inline quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
                      engine's counter: only a posting sets one */
     r->slot = 0;  /* a flagged send's announcement id would make a later
                      receive look arbitrated (the snapshot refuses it) */
-    memset(&r->status, 0, sizeof r->status);
+    r->status.source = 0; /* field by field: memset here became rep stos */
+    r->status.tag = 0;
+    r->status.error = 0;
+    r->status.cancelled = 0;
+    r->status.count = 0;
     r->user = NULL;
     if (c != NULL)
         c->nreqs++;
@@ -620,7 +638,19 @@ static inline quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
 }
 void req_release(quay_engine *e, quay_req *r);
 /** Move r to DONE, queue its COMPLETE action or release it. */
-void req_complete(quay_engine *e, quay_req *r);
+void req_complete_rest(quay_engine *e, quay_req *r);
+/* Request flags that make completion more than a state change. */
+#define RF_COMPLETE_WORK                                                                 \
+    (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL | RF_COLL |    \
+     RF_USER_FREED)
+static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
+{
+    req_set_state(e, r, QUAY_RS_DONE);
+    /* The common case (nothing queued, nothing to release, owned by the
+     * user, no COMPLETE action wanted) passes one test. */
+    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
+        req_complete_rest(e, r);
+}
 /** Request for a wire id (index + generation), or NULL if stale/forged. */
 quay_req *req_by_id(quay_engine *e, uint32_t id);
 /** r is a live request of e's pool (a handle from the user, checked on
@@ -635,7 +665,15 @@ static inline int req_valid_ptr(const quay_engine *e, const quay_req *r)
 void txq_add(quay_engine *e, quay_req *r);
 
 /* ---- communicators (comm.c) -------------------------------------------- */
-quay_comm *comm_lookup(quay_engine *e, uint32_t ctx);
+quay_comm *comm_lookup_scan(quay_engine *e, uint32_t ctx);
+/* The communicator of context ctx, or NULL: the last one found first. */
+static inline quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
+{
+    quay_comm *c = e->last_comm;
+    if (c != NULL && c->ctx == ctx && c->in_use)
+        return c;
+    return comm_lookup_scan(e, ctx);
+}
 /** Set c->identity from its map (after the map is filled). */
 void comm_note_identity(quay_comm *c);
 /** World rank of comm rank `r` (in range). */

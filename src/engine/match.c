@@ -27,18 +27,8 @@
  * lockstep and turns any disagreement into a sticky QUAY_EINTERNAL.
  */
 #include "engine/internal.h"
+#include "engine/match_fast.h"
 #include "engine/match_oracle.h"
-
-static inline uint32_t key_hash(uint64_t seed, uint32_t ctx, int32_t src,
-                                int32_t tag)
-{
-    uint64_t k = ((uint64_t)(uint32_t)src << 32 | (uint32_t)tag) ^ seed ^
-                 ((uint64_t)ctx * 0x9e3779b97f4a7c15ull);
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return (uint32_t)k;
-}
 
 static uint32_t pow2_at_least(uint32_t n)
 {
@@ -109,19 +99,6 @@ void match_reset(quay_engine *e)
 
 /* ---- fast posted queue -------------------------------------------------------- */
 
-/* First receive in the bin whose pattern is exactly (ctx, psrc, ptag). */
-static inline quay_req *bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
-                                 int32_t ptag)
-{
-    qlink *bin = &m->posted_bins[key_hash(m->seed, ctx, psrc, ptag) & m->posted_mask];
-    for (qlink *n = bin->next; n != bin; n = n->next) {
-        quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
-        if (r->ctx == ctx && r->rank == psrc && r->tag == ptag)
-            return r;
-    }
-    return NULL;
-}
-
 static inline quay_req *older(quay_req *a, quay_req *b)
 {
     if (a == NULL)
@@ -134,11 +111,11 @@ static inline quay_req *older(quay_req *a, quay_req *b)
 static quay_req *fast_find_posted(match_state *m, quay_comm *c, int32_t src,
                                   int32_t tag)
 {
-    quay_req *best = bin_head(m, c->ctx, src, tag);
+    quay_req *best = match_bin_head(m, c->ctx, src, tag);
     if (c->n_anysrc != 0)
-        best = older(best, bin_head(m, c->ctx, QUAY_ANY_SOURCE, tag));
+        best = older(best, match_bin_head(m, c->ctx, QUAY_ANY_SOURCE, tag));
     if (c->n_anytag != 0)
-        best = older(best, bin_head(m, c->ctx, src, QUAY_ANY_TAG));
+        best = older(best, match_bin_head(m, c->ctx, src, QUAY_ANY_TAG));
     if (c->nwild != 0)
         best = older(best, QUAY_CONTAINER_OF(c->posted_wild.next, quay_req, link));
     return best;
@@ -156,7 +133,7 @@ static void fast_add_posted(match_state *m, quay_req *r)
         c->n_anysrc++;
     else if (r->tag == QUAY_ANY_TAG)
         c->n_anytag++;
-    qlink *bin = &m->posted_bins[key_hash(m->seed, r->ctx, r->rank, r->tag) & m->posted_mask];
+    qlink *bin = &m->posted_bins[match_key_hash(m->seed, r->ctx, r->rank, r->tag) & m->posted_mask];
     ql_push_tail(bin, &r->link);
 }
 
@@ -177,7 +154,7 @@ static void fast_remove_posted(quay_req *r)
 static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t tag)
 {
     if (src != QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG) {
-        qlink *bin = &m->unexp_bins[key_hash(m->seed, c->ctx, src, tag) & m->unexp_mask];
+        qlink *bin = &m->unexp_bins[match_key_hash(m->seed, c->ctx, src, tag) & m->unexp_mask];
         for (qlink *n = bin->next; n != bin; n = n->next) {
             umsg *u = QUAY_CONTAINER_OF(n, umsg, blink);
             if (u->ctx == c->ctx && u->src == src && u->tag == tag)
@@ -186,7 +163,7 @@ static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t 
         return NULL;
     }
     if (src == QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG) {
-        qlink *bin = &m->unexp_tbins[key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, tag) & m->unexp_mask];
+        qlink *bin = &m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, tag) & m->unexp_mask];
         for (qlink *n = bin->next; n != bin; n = n->next) {
             umsg *u = QUAY_CONTAINER_OF(n, umsg, tlink);
             if (u->ctx == c->ctx && u->tag == tag)
@@ -204,9 +181,9 @@ static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t 
 
 static void fast_add_unexp(match_state *m, quay_comm *c, umsg *u)
 {
-    ql_push_tail(&m->unexp_bins[key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask],
+    ql_push_tail(&m->unexp_bins[match_key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask],
                  &u->blink);
-    ql_push_tail(&m->unexp_tbins[key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) & m->unexp_mask],
+    ql_push_tail(&m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) & m->unexp_mask],
                  &u->tlink);
     ql_push_tail(&c->unexp_all, &u->alink);
     ql_push_tail(&c->unexp_src[u->src], &u->slink);

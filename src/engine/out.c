@@ -87,7 +87,15 @@ static int out_avail(const quay_engine *e)
     return e->outs_used + e->outs_reserved < e->nouts;
 }
 
+static QUAY_ALWAYS_INLINE qout *out_take(quay_engine *e);
+
 qout *out_alloc(quay_engine *e)
+{
+    return out_take(e);
+}
+
+/* out_alloc, inline for the eager hot path. */
+static QUAY_ALWAYS_INLINE qout *out_take(quay_engine *e)
 {
     qout *o = e->out_free;
     e->out_free = o->next;
@@ -158,6 +166,19 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
         if (o->refs == 0)
             return QUAY_ESTATE; /* more op_dones than transmissions */
         chan_on_op_done(e, o, status);
+    } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
+        /* The hot path [DESIGN §9]: out_release + req_progress for an
+         * eager send's packet, with req_progress's own short test. */
+        quay_req *r = o->req;
+        out_put(e, o);
+        r->nout--;
+        r->flags |= RF_WIRE_DONE;
+        if (r->state == QUAY_RS_SEND_EAGER && r->nout == 0 &&
+            (r->flags & (RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING | RF_CANCELLED |
+                         RF_FAILED | RF_RNDV)) == 0)
+            req_complete(e, r);
+        else
+            req_progress(e, r);
     } else {
         out_release(e, o, status);
     }
@@ -197,6 +218,14 @@ static int req_in_seq_turn(const quay_engine *e, const quay_req *r)
     return seq == ps->tx_seq - ps->tx_unsent;
 }
 
+/* The envelope flags a send's mode asks for. */
+static inline uint16_t send_wire_flags(const quay_req *r)
+{
+    return r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
+           : r->mode == QUAY_SEND_READY ? WIRE_F_READY
+                                        : 0;
+}
+
 int req_emit(quay_req *r, qout *o)
 {
     o->peer = r->peer;
@@ -221,11 +250,9 @@ int req_emit(quay_req *r, qout *o)
         return 0;
     }
     if (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)) {
-        /* EAGER or RTS: the hot path, encoded directly. */
+        /* EAGER or RTS, encoded directly. */
         int rndv = (r->flags & RF_RNDV) != 0;
-        uint16_t fl = r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
-                      : r->mode == QUAY_SEND_READY ? WIRE_F_READY
-                                                   : 0;
+        uint16_t fl = send_wire_flags(r);
         o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
         if (r->flags & RF_PUT_OFFER)
             fl |= WIRE_F_PUT_OK;
@@ -369,7 +396,14 @@ static void txq_leave(quay_engine *e, quay_req *r)
         rdmaq_add(e, r);
 }
 
+static inline void fill_send(quay_engine *e, qout *o, quay_action *a);
+
 void out_fill_send(quay_engine *e, qout *o, quay_action *a)
+{
+    fill_send(e, o, a);
+}
+
+static inline void fill_send(quay_engine *e, qout *o, quay_action *a)
 {
     a->kind = QUAY_ACT_SEND;
     a->peer = o->peer;
@@ -408,7 +442,7 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
         chan_submit(e, o); /* the channel sends it when its turn comes */
         return 0;
     }
-    out_fill_send(e, o, a);
+    fill_send(e, o, a);
     return 1;
 }
 
@@ -614,14 +648,64 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
     }
 }
 
+/* The small-message hot path [DESIGN §9]: r, first on the txq, is an
+ * eager send to another rank whose envelope has not left, and nothing
+ * out_pull looks at before the txq has work (no rare source, control
+ * reply or loopback packet; a descriptor free; tx_plain). Emits what
+ * txq_emit + hand_out would, without their general tests. */
+static inline int eager_pull_ok(const quay_engine *e, const quay_req *r)
+{
+    return e->tx_plain && !e->rare && e->ctrl_count == 0 && e->loop_head == NULL &&
+           e->out_free != NULL && r->state == QUAY_RS_SEND_EAGER &&
+           !(r->flags & (RF_ENV_SENT | RF_CANCEL_WANTED)) && r->peer != e->rank;
+}
+
+static QUAY_NOINLINE int eager_pull(quay_engine *e, quay_req *r, quay_action *a)
+{
+    ql_remove(&r->link);
+    r->flags = (r->flags | RF_ENV_SENT) & ~(uint32_t)RF_ON_TXQ;
+    r->nout++;
+    qout *o = out_take(e);
+    o->peer = r->peer;
+    o->req = r;
+    o->pkt = QUAY_PKT_EAGER;
+    o->seq = r->seq;
+    o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), QUAY_PKT_EAGER, send_wire_flags(r),
+                                           r->seq, r->ctx, r->comm->myrank, r->tag, r->id,
+                                           r->len);
+    o->payload = r->u.sbuf;
+    o->payload_len = r->len;
+    e->st.pkts_out++;
+    if (e->trace_fn)
+        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, r->id, o->seq, 0);
+    fill_send(e, o, a);
+    return 1;
+}
+
+/* out_next_action with nothing on the txq, the control ring, the
+ * loopback or the completion queue, but a rare source marked. */
+static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
+{
+    if (rare_ready(e))
+        return out_pull(e, a);
+    if (!rare_pending(e))
+        e->rare = 0;
+    return 0;
+}
+
 int out_next_action(quay_engine *e, quay_action *a)
 {
     if (e->fatal)
         return e->fatal;
-    if (!has_actions(e)) {
-        if (e->rare && !rare_pending(e))
-            e->rare = 0;
-        return 0; /* idle: the common empty pull, kept short */
+    if (!ql_empty(&e->txq)) {
+        quay_req *r = QUAY_CONTAINER_OF(e->txq.next, quay_req, link);
+        if (eager_pull_ok(e, r))
+            return eager_pull(e, r, a);
+        return out_pull(e, a);
     }
-    return out_pull(e, a);
+    if (e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->cq))
+        return out_pull(e, a);
+    if (e->rare)
+        return rare_pull(e, a);
+    return 0; /* idle: the common empty pull, kept short */
 }

@@ -6,6 +6,7 @@
  * oldest match (match.c), otherwise it is posted with a post stamp.
  */
 #include "engine/internal.h"
+#include "engine/match_fast.h"
 
 static int comm_ok(const quay_engine *e, const quay_comm *c)
 {
@@ -97,8 +98,56 @@ static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_
                             int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
                             void *user, uint32_t step, quay_req **preq);
 
+/* The small-message hot path [DESIGN §9]: an eager-size send (not
+ * buffered) to a real rank of an engine without RTRs, arbitration or
+ * failed peers. Does what req_alloc + send_start + send_go +
+ * send_envelope do for it, and nothing they would test and skip. */
+static inline int isend_eager(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                              int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
+                              void *user, uint32_t step, quay_req **preq)
+{
+    quay_req *r = req_alloc(e, RK_SEND, c);
+    *preq = r;
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    int32_t peer = comm_world(c, dst);
+    r->flags = rflags | RF_ON_TXQ | (mode != QUAY_SEND_STANDARD ? RF_NEED_ACK : 0);
+    r->user = user;
+    r->mode = (uint8_t)mode;
+    r->rank = dst;
+    r->tag = tag;
+    r->peer = peer;
+    r->u.sbuf = buf;
+    r->len = len;
+    r->status.source = dst;
+    r->status.tag = tag;
+    r->status.count = len;
+    r->coll_step = step;
+    r->seq = e->peers[peer].tx_seq++;
+    req_set_state(e, r, QUAY_RS_SEND_EAGER);
+    ql_push_tail(&e->txq, &r->link);
+    return 0;
+}
+
+static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void *buf,
+                                       size_t len, int32_t dst, int32_t tag,
+                                       quay_send_mode mode, quay_req **preq);
+
 int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
+{
+    /* Every argument check of send_args, passed, and the short path's
+     * conditions: one branch each, no call. */
+    if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
+        (buf != NULL || len == 0) && (unsigned)mode < QUAY_SEND_BUFFERED && tag >= 0 &&
+        dst >= 0 && dst < c->size && len <= e->eager_max && e->p2p_plain && e->nfailed == 0)
+        return isend_eager(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
+    return isend_general(e, c, buf, len, dst, tag, mode, preq);
+}
+
+static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void *buf,
+                                       size_t len, int32_t dst, int32_t tag,
+                                       quay_send_mode mode, quay_req **preq)
 {
     int rc = send_args(e, c, buf, len, dst, tag, mode, preq);
     if (rc != 0)
@@ -138,6 +187,9 @@ int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq)
 {
+    if (len <= e->eager_max && e->p2p_plain && e->nfailed == 0 && dst >= 0 &&
+        mode != QUAY_SEND_BUFFERED)
+        return isend_eager(e, c, buf, len, dst, tag, mode, rflags, user, step, preq);
     return send_post(e, c, buf, len, dst, tag, mode, rflags, user, step, preq);
 }
 
@@ -217,8 +269,50 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                             int32_t tag, uint32_t rflags, void *user, uint32_t step,
                             quay_req **preq);
 
+/* The small-message hot path [DESIGN §9]: a receive from one rank of a
+ * communicator with no unexpected message, on an engine without RTRs,
+ * arbitration or failed peers: posted, as recv_post would. */
+static inline int irecv_posted(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                               int32_t src, int32_t tag, uint32_t rflags, void *user,
+                               uint32_t step, quay_req **preq)
+{
+    quay_req *r = req_alloc(e, RK_RECV, c);
+    *preq = r;
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->flags = rflags;
+    r->user = user;
+    r->coll_step = step;
+    r->rank = src;
+    r->tag = tag;
+    r->u.rbuf = buf;
+    r->len = cap;
+    req_set_state(e, r, QUAY_RS_RECV_POSTED);
+    if (e->m.oracle == NULL)
+        match_post_one_source(e, c, r);
+    else
+        match_add_posted(e, r);
+    return e->fatal;
+}
+
+static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                                       int32_t src, int32_t tag, quay_req **preq);
+
 int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                int32_t src, int32_t tag, quay_req **preq)
+{
+    /* Every argument check below, passed, and the short path's
+     * conditions: one branch each, no call. */
+    if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
+        (buf != NULL || cap == 0) && src >= 0 && src < c->size &&
+        (tag >= 0 || tag == QUAY_ANY_TAG) && c->nunexp == 0 && e->p2p_plain &&
+        e->nfailed == 0)
+        return irecv_posted(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
+    return irecv_general(e, c, buf, cap, src, tag, preq);
+}
+
+static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                                       int32_t src, int32_t tag, quay_req **preq)
 {
     if (e == NULL || preq == NULL)
         return QUAY_EINVAL;
@@ -238,6 +332,8 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq)
 {
+    if (src >= 0 && c->nunexp == 0 && e->p2p_plain && e->nfailed == 0)
+        return irecv_posted(e, c, buf, cap, src, tag, rflags, user, step, preq);
     return recv_post(e, c, buf, cap, src, tag, rflags, user, step, preq);
 }
 

@@ -9,7 +9,15 @@
  */
 #include "engine/internal.h"
 
+static QUAY_ALWAYS_INLINE void release(quay_engine *e, quay_req *r);
+
 void req_release(quay_engine *e, quay_req *r)
+{
+    release(e, r);
+}
+
+/* req_release, inline in quay_req_free. */
+static QUAY_ALWAYS_INLINE void release(quay_engine *e, quay_req *r)
 {
     if (ql_linked(&r->clink))
         ql_remove(&r->clink);
@@ -25,14 +33,10 @@ void req_release(quay_engine *e, quay_req *r)
     e->reqs_used--;
 }
 
-void req_complete(quay_engine *e, quay_req *r)
+/* req_complete's flagged case: queues, releases, the hook, the action. */
+void req_complete_rest(quay_engine *e, quay_req *r)
 {
-    req_set_state(e, r, QUAY_RS_DONE);
-    /* The common case (nothing queued, nothing to release, owned by the
-     * user) passes one test. */
-    if ((r->flags & (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL |
-                     RF_COLL | RF_USER_FREED)) ||
-        r->lkey != 0) {
+    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0) {
         /* A cancel of an interest flag still awaiting the receiver's
          * answer is moot once the send is over (it failed): nothing
          * waits on it. */
@@ -56,7 +60,7 @@ void req_complete(quay_engine *e, quay_req *r)
             return;
         }
     }
-    if (e->cfg.flags & QUAY_CFG_COMPLETE_ACTIONS) {
+    if (e->complete_actions) {
         r->flags |= RF_ON_CQ;
         ql_push_tail(&e->cq, &r->clink);
     }
@@ -108,7 +112,7 @@ int quay_req_free(quay_engine *e, quay_req *r)
     if (r->flags & RF_USER_FREED)
         return QUAY_EINVAL;
     if (r->state == QUAY_RS_DONE) {
-        req_release(e, r);
+        release(e, r);
         return 0;
     }
     r->flags |= RF_USER_FREED;

@@ -1,0 +1,64 @@
+/*
+ * match_fast.h — the fast matcher's hash and posted-bin walk, inline.
+ *
+ * match.c is the matcher; these few lines are shared with the eager hot
+ * path (p2p.c posts a receive, eager.c matches an arrival) so that the
+ * commonest case — exact patterns on a communicator with no wildcard
+ * receive, no oracle alongside — costs no call. Anything else goes
+ * through match.c's facade, which also keeps the oracle in lockstep.
+ */
+#ifndef QUAY_ENGINE_MATCH_FAST_H
+#define QUAY_ENGINE_MATCH_FAST_H
+
+#include "engine/internal.h"
+
+static inline uint32_t match_key_hash(uint64_t seed, uint32_t ctx, int32_t src, int32_t tag)
+{
+    uint64_t k = ((uint64_t)(uint32_t)src << 32 | (uint32_t)tag) ^ seed ^
+                 ((uint64_t)ctx * 0x9e3779b97f4a7c15ull);
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+/* The posted bin of pattern (ctx, psrc, ptag); wildcards are -1. */
+static inline qlink *match_posted_bin(const match_state *m, uint32_t ctx, int32_t psrc,
+                                      int32_t ptag)
+{
+    return &m->posted_bins[match_key_hash(m->seed, ctx, psrc, ptag) & m->posted_mask];
+}
+
+/* First receive in its bin whose pattern is exactly (ctx, psrc, ptag). */
+static inline quay_req *match_bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
+                                       int32_t ptag)
+{
+    qlink *bin = match_posted_bin(m, ctx, psrc, ptag);
+    for (qlink *n = bin->next; n != bin; n = n->next) {
+        quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
+        if (r->ctx == ctx && r->rank == psrc && r->tag == ptag)
+            return r;
+    }
+    return NULL;
+}
+
+/* No oracle runs (the fast matcher is the matcher) and c has no wildcard
+ * receive posted: an arrival's only candidate is the head of its exact
+ * bin, and taking it is unlinking it. */
+static inline int match_exact_only(const quay_engine *e, const quay_comm *c)
+{
+    return e->m.oracle == NULL && (c->n_anysrc | c->n_anytag | c->nwild) == 0;
+}
+
+/* match_add_posted for r, a RECV_POSTED receive from one source of c
+ * (ANY_TAG allowed), when no oracle runs. */
+static inline void match_post_one_source(quay_engine *e, quay_comm *c, quay_req *r)
+{
+    r->stamp = ++e->stamp;
+    c->nplain++;
+    if (r->tag == QUAY_ANY_TAG)
+        c->n_anytag++;
+    ql_push_tail(match_posted_bin(&e->m, r->ctx, r->rank, r->tag), &r->link);
+}
+
+#endif
