@@ -533,6 +533,9 @@ static void multi_send(quay_engine *e, const qout *o, quay_action *a)
     }
 }
 
+static inline int eager_req_ok(const quay_engine *e, const quay_req *r);
+static QUAY_NOINLINE int eager_emit(quay_engine *e, quay_req *r, quay_action *a);
+
 /* The first request on the txq that may build a packet now. A self-packet
  * waiting in the loopback keeps its descriptor; more would only queue
  * behind it, each holding one, until none were left for packets to other
@@ -624,6 +627,8 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
                 continue;
             }
             first_waiting = NULL; /* a number left: turns move on */
+            if (e->tx_plain && e->loop_head == NULL && eager_req_ok(e, r))
+                return eager_emit(e, r, a); /* the short way, as out_next_action's */
             qout *o = txq_emit(e, r);
             if (hand_out(e, o, a)) {
                 if (a->kind == QUAY_ACT_SEND && (e->cfg.transport_caps & QUAY_CAP_MULTI_SEND))
@@ -653,16 +658,21 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
  * out_pull looks at before the txq has work (no rare source, control
  * reply or loopback packet; a descriptor free; tx_plain). Emits what
  * txq_emit + hand_out would, without their general tests. */
+static inline int eager_req_ok(const quay_engine *e, const quay_req *r)
+{
+    return r->state == QUAY_RS_SEND_EAGER && !(r->flags & (RF_ENV_SENT | RF_CANCEL_WANTED)) &&
+           r->peer != e->rank;
+}
+
 static inline int eager_pull_ok(const quay_engine *e, const quay_req *r)
 {
     return e->tx_plain && !e->rare && e->ctrl_count == 0 && e->loop_head == NULL &&
-           e->out_free != NULL && r->state == QUAY_RS_SEND_EAGER &&
-           !(r->flags & (RF_ENV_SENT | RF_CANCEL_WANTED)) && r->peer != e->rank;
+           e->out_free != NULL && eager_req_ok(e, r);
 }
 
-static QUAY_NOINLINE int eager_pull(quay_engine *e, quay_req *r, quay_action *a)
+/* Emit r's EAGER packet into *a; r has left the txq. */
+static QUAY_NOINLINE int eager_emit(quay_engine *e, quay_req *r, quay_action *a)
 {
-    ql_remove(&r->link);
     r->flags = (r->flags | RF_ENV_SENT) & ~(uint32_t)RF_ON_TXQ;
     r->nout++;
     qout *o = out_take(e);
@@ -680,6 +690,12 @@ static QUAY_NOINLINE int eager_pull(quay_engine *e, quay_req *r, quay_action *a)
         trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, r->id, o->seq, 0);
     fill_send(e, o, a);
     return 1;
+}
+
+static int eager_pull(quay_engine *e, quay_req *r, quay_action *a)
+{
+    ql_remove(&r->link);
+    return eager_emit(e, r, a);
 }
 
 /* out_next_action with nothing on the txq, the control ring, the

@@ -102,9 +102,10 @@ static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_
  * buffered) to a real rank of an engine without RTRs, arbitration or
  * failed peers. Does what req_alloc + send_start + send_go +
  * send_envelope do for it, and nothing they would test and skip. */
-static inline int isend_eager(quay_engine *e, quay_comm *c, const void *buf, size_t len,
-                              int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
-                              void *user, uint32_t step, quay_req **preq)
+static QUAY_ALWAYS_INLINE int isend_eager(quay_engine *e, quay_comm *c, const void *buf,
+                                          size_t len, int32_t dst, int32_t tag,
+                                          quay_send_mode mode, uint32_t rflags, void *user,
+                                          uint32_t step, quay_req **preq)
 {
     quay_req *r = req_alloc(e, RK_SEND, c);
     *preq = r;
@@ -272,9 +273,10 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
 /* The small-message hot path [DESIGN §9]: a receive from one rank of a
  * communicator with no unexpected message, on an engine without RTRs,
  * arbitration or failed peers: posted, as recv_post would. */
-static inline int irecv_posted(quay_engine *e, quay_comm *c, void *buf, size_t cap,
-                               int32_t src, int32_t tag, uint32_t rflags, void *user,
-                               uint32_t step, quay_req **preq)
+static QUAY_ALWAYS_INLINE int irecv_posted(quay_engine *e, quay_comm *c, void *buf,
+                                           size_t cap, int32_t src, int32_t tag,
+                                           uint32_t rflags, void *user, uint32_t step,
+                                           quay_req **preq)
 {
     quay_req *r = req_alloc(e, RK_RECV, c);
     *preq = r;
