@@ -6,18 +6,42 @@
 #include <stdatomic.h>
 #include <string.h>
 
+/* The stamp is ~(the record's position): each record announces itself,
+ * so the consumer polls the line it will read anyway instead of the
+ * producer's counter (one cache-line transfer per small message, not
+ * two). Zeroed memory never carries a valid stamp (~pos == 0 only at
+ * pos 2^64 - 1, never reached), nor does a record of an earlier lap. */
 typedef struct rec_hdr {
     uint32_t len;
     uint8_t type;
     uint8_t flags;
     uint16_t zero;
+    _Atomic uint64_t stamp;
 } rec_hdr;
 
-_Static_assert(sizeof(rec_hdr) == QSHM_REC_HDR, "record header is 8 bytes");
+_Static_assert(sizeof(rec_hdr) == QSHM_REC_HDR, "record header is 16 bytes");
 
+/* Records take whole cache lines: a small message is one line, never
+ * split across two. */
 static uint64_t rec_bytes(uint32_t len)
 {
-    return QSHM_REC_HDR + (((uint64_t)len + 7) & ~(uint64_t)7);
+    return ((uint64_t)QSHM_REC_HDR + len + QSHM_REC_ALIGN - 1) & ~(uint64_t)(QSHM_REC_ALIGN - 1);
+}
+
+static rec_hdr *hdr_at(const qshm_ring *r, uint64_t pos)
+{
+    return (rec_hdr *)(void *)(r->data + (pos & (r->cap - 1)));
+}
+
+/* Write a header and publish it: after its payload (release). */
+static void hdr_put(qshm_ring *r, uint64_t pos, uint32_t len, uint8_t type, uint8_t flags)
+{
+    rec_hdr *h = hdr_at(r, pos);
+    h->len = len;
+    h->type = type;
+    h->flags = flags;
+    h->zero = 0;
+    atomic_store_explicit(&h->stamp, ~pos, memory_order_release);
 }
 
 void qshm_ring_init(qshm_ring *r, qshm_ring_ctl *ctl, uint8_t *data, uint64_t cap,
@@ -50,9 +74,8 @@ void *qshm_ring_reserve(qshm_ring *r, uint32_t len)
             return NULL;
     }
     if (pad != 0) {
-        /* Published together with the record that follows it. */
-        rec_hdr h = {(uint32_t)(pad - QSHM_REC_HDR), QSHM_REC_PAD, 0, 0};
-        memcpy(r->data + off, &h, sizeof h);
+        /* To the end of the data area; the consumer skips it. */
+        hdr_put(r, r->pos, (uint32_t)(pad - QSHM_REC_HDR), QSHM_REC_PAD, 0);
         r->pos += pad;
         off = 0;
     }
@@ -61,33 +84,36 @@ void *qshm_ring_reserve(qshm_ring *r, uint32_t len)
 
 void qshm_ring_commit(qshm_ring *r, uint8_t type, uint8_t flags, uint32_t len)
 {
-    rec_hdr h = {len, type, flags, 0};
-    memcpy(r->data + (r->pos & (r->cap - 1)), &h, sizeof h);
+    hdr_put(r, r->pos, len, type, flags);
     r->pos += rec_bytes(len);
-    atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release);
+    /* The counter is for qshm_ring_holds (a dead producer's ring) only:
+     * the consumer polls stamps. */
+    atomic_store_explicit(&r->ctl->head, r->pos, memory_order_relaxed);
 }
 
-/* Read the header at `pos` (< head); -1 if it cannot be one of ours. */
-static int read_hdr(const qshm_ring *r, uint64_t pos, rec_hdr *h)
+/* The header at `pos` if its stamp says it was published there: 1, and
+ * *out; 0 if not (yet); -1 if it cannot be one of ours. */
+static int read_hdr(const qshm_ring *r, uint64_t pos, rec_hdr *out)
 {
+    const rec_hdr *h = hdr_at(r, pos);
+    if (atomic_load_explicit(&h->stamp, memory_order_acquire) != ~pos)
+        return 0;
+    out->len = h->len;
+    out->type = h->type;
+    out->flags = h->flags;
     uint64_t off = pos & (r->cap - 1);
-    memcpy(h, r->data + off, sizeof *h);
-    if (QSHM_REC_HDR + (uint64_t)h->len > r->cap - off)
+    if (QSHM_REC_HDR + (uint64_t)out->len > r->cap - off)
         return -1;
-    return 0;
+    return 1;
 }
 
 int qshm_ring_peek(qshm_ring *r, qshm_rec *rec)
 {
     rec_hdr h;
     for (;;) {
-        if (r->pos == r->seen) {
-            r->seen = atomic_load_explicit(&r->ctl->head, memory_order_acquire);
-            if (r->pos == r->seen)
-                return 0;
-        }
-        if (r->seen - r->pos > r->cap || read_hdr(r, r->pos, &h) != 0)
-            return -1;
+        int rc = read_hdr(r, r->pos, &h);
+        if (rc <= 0)
+            return rc;
         if (h.type != QSHM_REC_PAD)
             break;
         r->pos += rec_bytes(h.len); /* released with the next consume */
@@ -113,7 +139,7 @@ int qshm_ring_holds(const qshm_ring *r, uint8_t type)
     if (head - pos > r->cap)
         return 0;
     while (pos != head) {
-        if (read_hdr(r, pos, &h) != 0)
+        if (read_hdr(r, pos, &h) != 1)
             return 0;
         if (h.type == type)
             return 1;

@@ -3,14 +3,18 @@
  * variable-length records in shared memory (one per ordered pair of ranks
  * and per kind, shm_seg.h).
  *
- * Records are an 8-byte header (length, type, flags) and the payload,
- * padded to 8 bytes; a record never wraps: when it does not fit before the
- * end of the data area the producer fills the rest with a PAD record and
- * starts again at the beginning. `head` and `tail` count bytes forever
- * (64 bits do not wrap); the producer publishes head with a release store
- * after writing the record, the consumer reads it with acquire, and the
- * same the other way for tail, so neither ever sees the other's bytes half
- * written. A record is at most qshm_ring_max_record() bytes of payload, so
+ * Records are a 16-byte header (length, type, flags, stamp) and the
+ * payload, padded to whole cache lines; a record never wraps: when it does
+ * not fit before the end of the data area the producer fills the rest with
+ * a PAD record and starts again at the beginning. Positions count bytes
+ * forever (64 bits do not wrap). The producer publishes a record by
+ * storing its stamp, ~position, last (release); the consumer polls the
+ * stamp where the next record will be (acquire), so a small message costs
+ * the consumer one cache line, the one holding it. The consumer publishes
+ * `tail` with a release store after reading a record and the producer
+ * reads it with acquire before reusing the space, so neither ever sees the
+ * other's bytes half written. `head` follows the producer for
+ * qshm_ring_holds alone. A record is at most qshm_ring_max_record() bytes of payload, so
  * that one always fits once the ring has drained (bigger frames are cut in
  * fragments by the transport).
  *
@@ -25,7 +29,9 @@
 
 #include "shm_seg.h"
 
-#define QSHM_REC_HDR 8u
+#define QSHM_REC_HDR 16u
+/** Records start on, and fill, whole cache lines. */
+#define QSHM_REC_ALIGN 64u
 /** Record type 0 is the ring's own padding; the transport uses 1..255. */
 #define QSHM_REC_PAD 0u
 
@@ -34,7 +40,7 @@ typedef struct qshm_ring {
     uint8_t *data;
     uint64_t cap;  /* data bytes, a power of two */
     uint64_t pos;  /* producer: next byte to write; consumer: next to read */
-    uint64_t seen; /* producer: last tail read; consumer: last head read */
+    uint64_t seen; /* producer: last tail read (the consumer polls stamps) */
 } qshm_ring;
 
 /** A record seen by the consumer (valid until qshm_ring_consume). */
