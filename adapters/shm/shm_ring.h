@@ -14,9 +14,9 @@
  * `tail` with a release store after reading a record and the producer
  * reads it with acquire before reusing the space, so neither ever sees the
  * other's bytes half written. `head` follows the producer for
- * qshm_ring_holds alone. A record is at most qshm_ring_max_record() bytes of payload, so
- * that one always fits once the ring has drained (bigger frames are cut in
- * fragments by the transport).
+ * qshm_ring_holds alone. A record is at most qshm_ring_max_record() bytes
+ * of payload, so that one always fits once the ring has drained (bigger
+ * frames are cut in fragments by the transport).
  *
  * Each side keeps a private view (qshm_ring): its position and the last
  * value it read of the other side's counter, so most operations touch no

@@ -637,12 +637,12 @@ static QUAY_ALWAYS_INLINE quay_req *req_alloc(quay_engine *e, int kind, quay_com
     return r;
 }
 void req_release(quay_engine *e, quay_req *r);
-/** Move r to DONE, queue its COMPLETE action or release it. */
 void req_complete_rest(quay_engine *e, quay_req *r);
 /* Request flags that make completion more than a state change. */
 #define RF_COMPLETE_WORK                                                                 \
     (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL | RF_COLL |    \
      RF_USER_FREED)
+/** Move r to DONE, queue its COMPLETE action or release it. */
 static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);

@@ -130,6 +130,14 @@ static QUAY_ALWAYS_INLINE int isend_eager(quay_engine *e, quay_comm *c, const vo
     return 0;
 }
 
+/* isend_eager's conditions beyond the arguments' validity. */
+static inline int send_short_ok(const quay_engine *e, size_t len, int32_t dst,
+                                quay_send_mode mode)
+{
+    return len <= e->eager_max && e->p2p_plain && e->nfailed == 0 && dst >= 0 &&
+           mode != QUAY_SEND_BUFFERED;
+}
+
 static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void *buf,
                                        size_t len, int32_t dst, int32_t tag,
                                        quay_send_mode mode, quay_req **preq);
@@ -141,7 +149,7 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
      * conditions: one branch each, no call. */
     if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
         (buf != NULL || len == 0) && (unsigned)mode < QUAY_SEND_BUFFERED && tag >= 0 &&
-        dst >= 0 && dst < c->size && len <= e->eager_max && e->p2p_plain && e->nfailed == 0)
+        dst < c->size && send_short_ok(e, len, dst, mode))
         return isend_eager(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
     return isend_general(e, c, buf, len, dst, tag, mode, preq);
 }
@@ -188,8 +196,7 @@ int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq)
 {
-    if (len <= e->eager_max && e->p2p_plain && e->nfailed == 0 && dst >= 0 &&
-        mode != QUAY_SEND_BUFFERED)
+    if (send_short_ok(e, len, dst, mode))
         return isend_eager(e, c, buf, len, dst, tag, mode, rflags, user, step, preq);
     return send_post(e, c, buf, len, dst, tag, mode, rflags, user, step, preq);
 }
@@ -297,6 +304,12 @@ static QUAY_ALWAYS_INLINE int irecv_posted(quay_engine *e, quay_comm *c, void *b
     return e->fatal;
 }
 
+/* irecv_posted's conditions beyond the arguments' validity. */
+static inline int recv_short_ok(const quay_engine *e, const quay_comm *c, int32_t src)
+{
+    return src >= 0 && c->nunexp == 0 && e->p2p_plain && e->nfailed == 0;
+}
+
 static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                                        int32_t src, int32_t tag, quay_req **preq);
 
@@ -306,9 +319,8 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
     /* Every argument check below, passed, and the short path's
      * conditions: one branch each, no call. */
     if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
-        (buf != NULL || cap == 0) && src >= 0 && src < c->size &&
-        (tag >= 0 || tag == QUAY_ANY_TAG) && c->nunexp == 0 && e->p2p_plain &&
-        e->nfailed == 0)
+        (buf != NULL || cap == 0) && src < c->size && (tag >= 0 || tag == QUAY_ANY_TAG) &&
+        recv_short_ok(e, c, src))
         return irecv_posted(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
     return irecv_general(e, c, buf, cap, src, tag, preq);
 }
@@ -334,7 +346,7 @@ static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, 
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq)
 {
-    if (src >= 0 && c->nunexp == 0 && e->p2p_plain && e->nfailed == 0)
+    if (recv_short_ok(e, c, src))
         return irecv_posted(e, c, buf, cap, src, tag, rflags, user, step, preq);
     return recv_post(e, c, buf, cap, src, tag, rflags, user, step, preq);
 }
