@@ -277,6 +277,25 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                             int32_t tag, uint32_t rflags, void *user, uint32_t step,
                             quay_req **preq);
 
+/* A receive request for (buf, cap) from pattern (src, tag), or NULL when
+ * the pool is empty. */
+static QUAY_ALWAYS_INLINE quay_req *recv_req_new(quay_engine *e, quay_comm *c, void *buf,
+                                                 size_t cap, int32_t src, int32_t tag,
+                                                 uint32_t rflags, void *user, uint32_t step)
+{
+    quay_req *r = req_alloc(e, RK_RECV, c);
+    if (r == NULL)
+        return NULL;
+    r->flags = rflags;
+    r->user = user;
+    r->coll_step = step;
+    r->rank = src;
+    r->tag = tag;
+    r->u.rbuf = buf;
+    r->len = cap;
+    return r;
+}
+
 /* The small-message hot path [DESIGN §9]: a receive from one rank of a
  * communicator with no unexpected message, on an engine without RTRs,
  * arbitration or failed peers: posted, as recv_post would. */
@@ -285,17 +304,10 @@ static QUAY_ALWAYS_INLINE int irecv_posted(quay_engine *e, quay_comm *c, void *b
                                            uint32_t rflags, void *user, uint32_t step,
                                            quay_req **preq)
 {
-    quay_req *r = req_alloc(e, RK_RECV, c);
+    quay_req *r = recv_req_new(e, c, buf, cap, src, tag, rflags, user, step);
     *preq = r;
     if (r == NULL)
         return QUAY_EAGAIN;
-    r->flags = rflags;
-    r->user = user;
-    r->coll_step = step;
-    r->rank = src;
-    r->tag = tag;
-    r->u.rbuf = buf;
-    r->len = cap;
     req_set_state(e, r, QUAY_RS_RECV_POSTED);
     if (e->m.oracle == NULL)
         match_post_one_source(e, c, r);
@@ -359,16 +371,9 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
     umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
     if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))
         return QUAY_EAGAIN;
-    quay_req *r = req_alloc(e, RK_RECV, c);
+    quay_req *r = recv_req_new(e, c, buf, cap, src, tag, rflags, user, step);
     if (r == NULL)
         return QUAY_EAGAIN;
-    r->flags = rflags;
-    r->user = user;
-    r->coll_step = step;
-    r->rank = src;
-    r->tag = tag;
-    r->u.rbuf = buf;
-    r->len = cap;
     *preq = r;
     if (m != NULL) {
         match_remove_unexp(e, m);
