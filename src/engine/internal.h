@@ -642,6 +642,15 @@ void req_complete_rest(quay_engine *e, quay_req *r);
 #define RF_COMPLETE_WORK                                                                 \
     (RF_ANY_CANCEL | RF_ON_TXQ | RF_ON_RDMAQ | RF_FIN_OWED | RF_INTERNAL | RF_COLL |    \
      RF_USER_FREED)
+/* The common case of req_progress: a standard eager send whose packet
+ * is out and that waits for nothing else (no ACK, cancel, failure). */
+static inline int eager_send_over(const quay_req *r)
+{
+    return r->state == QUAY_RS_SEND_EAGER && r->nout == 0 &&
+           (r->flags & (RF_WIRE_DONE | RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING |
+                        RF_CANCELLED | RF_FAILED | RF_RNDV)) == RF_WIRE_DONE;
+}
+
 /** Move r to DONE, queue its COMPLETE action or release it. */
 static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
 {

@@ -168,14 +168,12 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
         chan_on_op_done(e, o, status);
     } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
         /* The hot path [DESIGN §9]: out_release + req_progress for an
-         * eager send's packet, with req_progress's own short test. */
+         * eager send's packet, req_progress's common case first. */
         quay_req *r = o->req;
         out_put(e, o);
         r->nout--;
         r->flags |= RF_WIRE_DONE;
-        if (r->state == QUAY_RS_SEND_EAGER && r->nout == 0 &&
-            (r->flags & (RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING | RF_CANCELLED |
-                         RF_FAILED | RF_RNDV)) == 0)
+        if (eager_send_over(r))
             req_complete(e, r);
         else
             req_progress(e, r);

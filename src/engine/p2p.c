@@ -76,9 +76,10 @@ void send_go(quay_engine *e, quay_req *r)
     send_envelope(e, r);
 }
 
-/* Prepare send request r for message (buf, len) to dst and start it. */
-static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
-                       int32_t dst, int32_t peer, int32_t tag, quay_send_mode mode)
+/* Send request r carries message (buf, len) to dst (world rank peer). */
+static QUAY_ALWAYS_INLINE void send_req_message(quay_req *r, const void *buf, size_t len,
+                                                int32_t dst, int32_t peer, int32_t tag,
+                                                quay_send_mode mode)
 {
     r->mode = (uint8_t)mode;
     r->rank = dst;
@@ -89,6 +90,13 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
     r->status.source = dst;
     r->status.tag = tag;
     r->status.count = len;
+}
+
+/* Prepare send request r for message (buf, len) to dst and start it. */
+static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
+                       int32_t dst, int32_t peer, int32_t tag, quay_send_mode mode)
+{
+    send_req_message(r, buf, len, dst, peer, tag, mode);
     if (e->aslots != NULL && arb_must_queue(e, r))
         return; /* behind a send of the same peer in arbitration */
     send_go(e, r);
@@ -114,15 +122,7 @@ static QUAY_ALWAYS_INLINE int isend_eager(quay_engine *e, quay_comm *c, const vo
     int32_t peer = comm_world(c, dst);
     r->flags = rflags | RF_ON_TXQ | (mode != QUAY_SEND_STANDARD ? RF_NEED_ACK : 0);
     r->user = user;
-    r->mode = (uint8_t)mode;
-    r->rank = dst;
-    r->tag = tag;
-    r->peer = peer;
-    r->u.sbuf = buf;
-    r->len = len;
-    r->status.source = dst;
-    r->status.tag = tag;
-    r->status.count = len;
+    send_req_message(r, buf, len, dst, peer, tag, mode);
     r->coll_step = step;
     r->seq = e->peers[peer].tx_seq++;
     req_set_state(e, r, QUAY_RS_SEND_EAGER);
@@ -525,9 +525,7 @@ void req_progress(quay_engine *e, quay_req *r)
 {
     /* The common case first: a standard eager send whose packet is out
      * (the tests below would reach the same verdict, the long way). */
-    if (r->state == QUAY_RS_SEND_EAGER && r->nout == 0 &&
-        (r->flags & (RF_WIRE_DONE | RF_NEED_ACK | RF_CANCEL_WANTED | RF_CANCEL_PENDING |
-                     RF_CANCELLED | RF_FAILED | RF_RNDV)) == RF_WIRE_DONE) {
+    if (eager_send_over(r)) {
         req_complete(e, r);
         return;
     }
