@@ -109,6 +109,8 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
         return rc;
     if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
         return rc;
+    /* An eager send is usually complete once its packet has left. */
+    qmpi_flush();
     return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
 }
 

@@ -30,6 +30,13 @@ void qmpi_poll(void)
         engine_failed("progress", rc);
 }
 
+void qmpi_flush(void)
+{
+    int rc = qrt_flush(qmpi.rt);
+    if (rc < 0)
+        engine_failed("progress", rc);
+}
+
 void qmpi_wait_until(const char *fn, int (*ready)(void *ctx), void *ctx)
 {
     int rc = qrt_wait_until(qmpi.rt, ready, ctx);

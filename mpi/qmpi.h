@@ -211,6 +211,8 @@ const char *qmpi_class_name(int cls);
 
 /* One step of progress without blocking; an engine failure ends the job. */
 void qmpi_poll(void);
+/* Execute what the engine has to send now (qrt_flush); no arrivals. */
+void qmpi_flush(void);
 /* Progress until ready(ctx). */
 void qmpi_wait_until(const char *fn, int (*ready)(void *ctx), void *ctx);
 

@@ -256,11 +256,11 @@ int qmpi_wait_one(const char *fn, MPI_Request *h, MPI_Status *st)
 int qmpi_wait_q(const char *fn, quay_req *q, MPI_Comm comm, int wild, MPI_Status *st)
 {
     /* A request no handle was made for: the blocking calls. */
-    qmpi_req r;
-    memset(&r, 0, sizeof r);
+    qmpi_req r; /* what ready and finish read: not the reduction context */
     r.q = q;
     r.comm = comm;
     r.wild = (uint8_t)(wild != 0);
+    r.ucancel = 0;
     if (!qmpi_req_ready(&r))
         qmpi_wait_until(fn, ready_one, &r);
     int cls = finish_status(&r, st);

@@ -62,7 +62,9 @@ typedef struct qrt qrt;
  * map; use other context ids for your own communicators).
  *
  * `base` (may be NULL for quay_config_default) is copied; the runtime sets
- * rank, nranks and transport_caps, applies the QUAY_* knobs above, and,
+ * rank, nranks and transport_caps, clears QUAY_CFG_COMPLETE_ACTIONS (its
+ * waits test requests; nobody would see COMPLETE actions), applies the
+ * QUAY_* knobs above, and,
  * when `base` is NULL or its frag_size is 0, picks the fragment size:
  * 512 KiB when the transport can do single-copy transfers (fewer round
  * trips per large message), else 64 KiB.
@@ -94,6 +96,15 @@ const char *qrt_transport_name(const qrt *rt);
  * the engine's fatal code.
  */
 int qrt_progress(qrt *rt, int64_t timeout_ns);
+
+/**
+ * Execute every action the engine has now (sends leave at once), without
+ * looking at arrivals or the time: what a blocking send calls right after
+ * posting, since on a transport that copies small frames out the send is
+ * then complete and no full progress step is needed. Returns how many
+ * actions ran (>= 0), or the engine's fatal code.
+ */
+int qrt_flush(qrt *rt);
 
 /**
  * Progress until `req` is complete, then fill *st (may be NULL). The

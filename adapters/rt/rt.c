@@ -200,6 +200,16 @@ static void tick(qrt *rt)
         note_rc(rt, quay_on_time(rt->e, now));
 }
 
+int qrt_flush(qrt *rt)
+{
+    if (rt == NULL)
+        return QUAY_EINVAL;
+    if (rt->fatal)
+        return rt->fatal;
+    int n = pump(rt);
+    return rt->fatal ? rt->fatal : n;
+}
+
 int qrt_progress(qrt *rt, int64_t timeout_ns)
 {
     int work, rc;
@@ -211,7 +221,9 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
     rc = rt->t->ops->poll(rt->t, 0);
     work += rc > 0 ? rc : 0;
     tick(rt);
-    work += pump(rt);
+    /* What the arrivals and the time produced (an idle turn asks once). */
+    if (quay_has_actions(rt->e))
+        work += pump(rt);
     if (work == 0 && timeout_ns > 0 && !rt->fatal) {
         int64_t block = timeout_ns;
         uint64_t dl = quay_next_deadline(rt->e);
@@ -505,6 +517,7 @@ int qrt_init(const quay_config *base, qrt **prt)
                                 : (size_t)65536;
         cfg.rank = rt->rank;
         cfg.nranks = rt->size;
+        cfg.flags &= ~(uint32_t)QUAY_CFG_COMPLETE_ACTIONS;
         cfg.transport_caps = rt->t->caps;
         rc = env_config(&cfg);
     }

@@ -109,7 +109,7 @@ int shm_send_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t
     memcpy(it.inl, bytes, len);
     int nrec = 0;
     if (p->q_ctl.head == NULL && write_frame(&p->out_ctl, &it, ctl_chunk(p), &nrec)) {
-        qshm_doorbell_ring(p->slot);
+        qshm_doorbell_notify(p->slot);
         return 0;
     }
     t->want_space = 1;
@@ -130,7 +130,7 @@ int shm_try_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t 
     /* One record (len <= 64 < any ring's largest): all of it or nothing. */
     if (!write_frame(&p->out_ctl, &it, ctl_chunk(p), &nrec))
         return 0;
-    qshm_doorbell_ring(p->slot);
+    qshm_doorbell_notify(p->slot);
     return 1;
 }
 
@@ -145,6 +145,23 @@ static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32
     shm_peer *p = &t->peers[peer];
     if (p->state != SHM_LIVE)
         return QUAY_EPEER;
+    /* Behind queued frames, order demands the queue. Otherwise a frame
+     * that fits one record goes straight into the ring, the common case:
+     * one copy, no allocation. */
+    size_t l0 = iov[0].len, l1 = iovcnt > 1 ? iov[1].len : 0;
+    if (p->q_pkt.head == NULL && l0 <= t->max_chunk && l1 <= t->max_chunk - l0) {
+        uint8_t *dst = qshm_ring_reserve(&p->out_pkt, (uint32_t)(l0 + l1));
+        if (dst != NULL) {
+            memcpy(dst, iov[0].base, l0);
+            if (l1 > 0)
+                memcpy(dst + l0, iov[1].base, l1);
+            qshm_ring_commit(&p->out_pkt, SHM_PKT, 0, (uint32_t)(l0 + l1));
+            qshm_doorbell_notify(p->slot);
+            return 1;
+        }
+    }
+    /* Queued (a larger frame too, so that an allocation failure never
+     * leaves half a frame in the ring), then flushed by poll. */
     memset(&it, 0, sizeof it);
     it.type = SHM_PKT;
     it.iovcnt = iovcnt;
@@ -154,17 +171,6 @@ static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32
         it.iov[i] = iov[i];
         it.total += iov[i].len;
     }
-    /* Behind queued frames, order demands the queue. Otherwise a frame
-     * that fits one record goes straight into the ring, the common case:
-     * one copy, no allocation. */
-    int nrec = 0;
-    if (p->q_pkt.head == NULL && it.total <= t->max_chunk &&
-        write_frame(&p->out_pkt, &it, t->max_chunk, &nrec)) {
-        qshm_doorbell_ring(p->slot);
-        return 1;
-    }
-    /* Queued first (a larger frame too, so that an allocation failure
-     * never leaves half a frame in the ring), then flushed by poll. */
     if (queue_copy(&p->q_pkt, &it) != 0)
         return QUAY_ENOMEM;
     t->want_space = 1;
@@ -202,7 +208,7 @@ int shm_flush_peer(shm_t *t, int32_t peer)
     /* Every record counts, a fragment too: the consumer must come for
      * it to make room for the rest. */
     if (nrec > 0)
-        qshm_doorbell_ring(p->slot);
+        qshm_doorbell_notify(p->slot);
     return nrec;
 }
 
@@ -246,7 +252,7 @@ static void room_freed(qshm_ring *r, shm_peer *p)
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&r->ctl->want_space, memory_order_relaxed) &&
         atomic_exchange(&r->ctl->want_space, 0))
-        qshm_doorbell_ring(p->slot);
+        qshm_doorbell_notify(p->slot);
 }
 
 static int deliver(shm_t *t, int32_t peer, const void *b, size_t n)
@@ -376,10 +382,14 @@ int shm_drain_dead(shm_t *t, int32_t peer)
     return p->got_bye || qshm_ring_holds(&p->in_pkt, SHM_BYE);
 }
 
-/* One pass over every peer: flush, then take in. */
+/* One pass over every peer: flush, then take in. An idle pass reads one
+ * word of the segment's header and one stamp per ring. */
 static int poll_once(shm_t *t)
 {
-    int work = shm_peers_check(t, 0);
+    int work = 0;
+    /* quayrun moves the epoch when it sees a rank exit. */
+    if (atomic_load_explicit(&t->seg.hdr->epoch, memory_order_acquire) != t->epoch_seen)
+        work = shm_peers_check(t, 0);
     if (t->want_space) {
         int waiting = 0;
         for (int32_t r = 0; r < t->base.size; r++) {
@@ -392,10 +402,13 @@ static int poll_once(shm_t *t)
         t->want_space = waiting;
     }
     for (int32_t r = 0; r < t->base.size; r++) {
-        if (r == t->base.rank || t->peers[r].state == SHM_FAILED)
+        shm_peer *p = &t->peers[r];
+        if (r == t->base.rank || p->state == SHM_FAILED)
             continue;
-        work += drain_ctl(t, r, t->drain_batch);
-        work += drain_pkt(t, r, t->drain_batch);
+        if (qshm_ring_ready(&p->in_ctl))
+            work += drain_ctl(t, r, t->drain_batch);
+        if (p->asm_ready || qshm_ring_ready(&p->in_pkt))
+            work += drain_pkt(t, r, t->drain_batch);
     }
     return work;
 }

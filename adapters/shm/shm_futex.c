@@ -27,6 +27,16 @@ void qshm_futex_wake(_Atomic uint32_t *w)
     (void)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+void qshm_doorbell_notify(qshm_slot *s)
+{
+    /* The other half of the owner's "sleeping, then look again". */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&s->sleeping, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&s->doorbell, 1, memory_order_seq_cst);
+        qshm_futex_wake(&s->doorbell);
+    }
+}
+
 void qshm_doorbell_ring(qshm_slot *s)
 {
     atomic_fetch_add_explicit(&s->doorbell, 1, memory_order_seq_cst);

@@ -920,8 +920,16 @@ static inline uint64_t out_token(const quay_engine *e, const qout *o)
     return (uint64_t)o->gen << 32 | (uint64_t)e->chan_id << OUT_TOKEN_CHAN_SHIFT |
            (uint64_t)(o - e->outs);
 }
-/* One channel's share of quay_has_actions / next_action / on_op_done. */
-int out_has_actions(const quay_engine *e);
+/* One channel's share of quay_has_actions / next_action / on_op_done.
+ * has_actions is inline: the runtime asks it on every idle turn. */
+int out_rare_ready(const quay_engine *e);
+static inline int out_has_actions(const quay_engine *e)
+{
+    if (e->fatal)
+        return 0;
+    return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
+           !ql_empty(&e->cq) || (e->rare && out_rare_ready(e));
+}
 int out_next_action(quay_engine *e, quay_action *a);
 int out_on_op_done(quay_engine *e, uint64_t token, int status);
 

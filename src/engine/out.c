@@ -462,17 +462,9 @@ static int rare_pending(const quay_engine *e)
            e->rtrq_count != 0 || !ql_empty(&e->rdmaq);
 }
 
-static inline int has_actions(const quay_engine *e)
+int out_rare_ready(const quay_engine *e)
 {
-    if (e->fatal)
-        return 0;
-    return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
-           !ql_empty(&e->cq) || (e->rare && rare_ready(e));
-}
-
-int out_has_actions(const quay_engine *e)
-{
-    return has_actions(e);
+    return rare_ready(e);
 }
 
 /* Build r's next packet (r just left the txq) into a new descriptor: r
@@ -641,8 +633,11 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, clink);
             ql_remove(&r->clink);
             r->flags &= ~(uint32_t)RF_ON_CQ;
-            memset(a, 0, sizeof *a);
+            /* The fields COMPLETE has, not the whole (large) action. */
             a->kind = QUAY_ACT_COMPLETE;
+            a->peer = 0;
+            a->token = 0;
+            a->iovcnt = 0;
             a->req = r;
             a->user = r->user;
             return 1;
