@@ -21,6 +21,9 @@
  * it earlier on any arrival (and caps it at its own liveness interval). */
 #define RT_BLOCK_NS (100 * 1000 * 1000LL)
 #define RT_SPIN_DEFAULT 64
+/* A polling wait tests the engine's deadline on one idle step in this
+ * many (and always before it blocks). */
+#define RT_TICK_EVERY 8
 /* With a core per local rank, a waiting rank polls this long before it
  * sleeps: a wake-up (futex or epoll, then the scheduler) costs several
  * microseconds per message, which dominates medium-size round trips. */
@@ -210,18 +213,24 @@ int qrt_flush(qrt *rt)
     return rt->fatal ? rt->fatal : n;
 }
 
-int qrt_progress(qrt *rt, int64_t timeout_ns)
+/* One step of progress (qrt_progress). `timed` 0: skip the deadline
+ * test, which a wait that polls does on one idle step in RT_TICK_EVERY
+ * only (a step is well under a microsecond; the engine's timers are
+ * much longer), keeping the loop that watches for arrivals short. */
+static int progress(qrt *rt, int64_t timeout_ns, int timed)
 {
-    int work, rc;
-    if (rt == NULL)
-        return QUAY_EINVAL;
+    int work = 0, rc;
     if (rt->fatal)
         return rt->fatal;
-    work = pump(rt);
+    if (quay_has_actions(rt->e))
+        work = pump(rt);
+    /* The time before the arrivals: a packet that arrives is then
+     * handed on at once (a waiting call returns without the test). */
+    if (timed)
+        tick(rt);
     rc = rt->t->ops->poll(rt->t, 0);
     work += rc > 0 ? rc : 0;
-    tick(rt);
-    /* What the arrivals and the time produced (an idle turn asks once). */
+    /* What the time and the arrivals produced. */
     if (quay_has_actions(rt->e))
         work += pump(rt);
     if (work == 0 && timeout_ns > 0 && !rt->fatal) {
@@ -243,6 +252,13 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
     return work > 0;
 }
 
+int qrt_progress(qrt *rt, int64_t timeout_ns)
+{
+    if (rt == NULL)
+        return QUAY_EINVAL;
+    return progress(rt, timeout_ns, 1);
+}
+
 /* Where a wait is in its idleness: polling, polling and yielding, or
  * blocking. */
 typedef struct idle_state {
@@ -260,7 +276,8 @@ enum { IDLE_POLL = 0, IDLE_YIELD = 1, IDLE_BLOCK = 2 };
  * block. */
 static int wait_step(qrt *rt, idle_state *w)
 {
-    int rc = qrt_progress(rt, w->phase == IDLE_BLOCK ? RT_BLOCK_NS : 0);
+    int rc = progress(rt, w->phase == IDLE_BLOCK ? RT_BLOCK_NS : 0,
+                      w->steps % RT_TICK_EVERY == 0);
     if (rc < 0)
         return rc;
     if (rc > 0) {
