@@ -225,7 +225,7 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
     int reuse = n != NULL;
     if (n == NULL)
         n = ql_first(&e->coll_spare); /* the oldest: the least likely asked for */
-    coll_sched *s, keep;
+    coll_sched *s;
     if (n == NULL) {
         s = qalloc(e, sizeof *s);
         if (s != NULL)
@@ -235,22 +235,30 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
     ql_remove(n);
     e->coll_nspare--;
     s = QUAY_CONTAINER_OF(n, coll_sched, link);
-    keep = *s;
+    /* Its arrays (and, reused as it is, its steps) are kept: these fields
+     * only, not a copy of the whole schedule. */
+    coll_step *steps = s->steps;
+    uint32_t *edges = s->edges, *succ = s->succ, *ready = s->ready;
+    uint8_t *tmp = s->tmp;
+    uint32_t cap = s->cap, ecap = s->ecap, succ_cap = s->succ_cap, ready_cap = s->ready_cap;
+    uint32_t nsteps = s->nsteps;
+    size_t tmp_cap = s->tmp_cap, tmp_len = s->tmp_len;
+    coll_shape shape = s->shape;
     memset(s, 0, sizeof *s);
-    s->steps = keep.steps;
-    s->cap = keep.cap;
-    s->edges = keep.edges;
-    s->ecap = keep.ecap;
-    s->succ = keep.succ;
-    s->succ_cap = keep.succ_cap;
-    s->ready = keep.ready;
-    s->ready_cap = keep.ready_cap;
-    s->tmp = keep.tmp;
-    s->tmp_cap = keep.tmp_cap;
+    s->steps = steps;
+    s->cap = cap;
+    s->edges = edges;
+    s->ecap = ecap;
+    s->succ = succ;
+    s->succ_cap = succ_cap;
+    s->ready = ready;
+    s->ready_cap = ready_cap;
+    s->tmp = tmp;
+    s->tmp_cap = tmp_cap;
     if (reuse) {
-        s->nsteps = keep.nsteps;
-        s->tmp_len = keep.tmp_len;
-        s->shape = keep.shape;
+        s->nsteps = nsteps;
+        s->tmp_len = tmp_len;
+        s->shape = shape;
         s->reused = 1;
     }
     return s;
