@@ -16,9 +16,11 @@
 # the sorted values are split at their largest jump when it is at least
 # 1.35x (else they are one mode). Then, per benchmark and mode, the median
 # of each implementation and the ratio quay / MPICH, and how many values
-# each had in that mode. Rounds where the two disagree in mode simply
-# land in different rows; a mode only one of them was seen in has no
-# ratio.
+# each had in that mode ("mixed" when one of them showed no split: all
+# values against all). Then the rounds paired: quay's value over MPICH's
+# of the same round, median and quartiles over the rounds (the two runs
+# of a round are seconds apart, so mostly in the same mode; the median
+# shrugs off the rounds that straddle a change).
 #
 # BUILD_DIR (default build-bench) must have qbench_quay and quayrun
 # (bench/compare.sh builds them) and, for MPICH, bench/mpi/qbench_mpich
@@ -106,6 +108,24 @@ END {
             all_vals(v[k ",mpich"], ml); all_vals(v[k ",quay"], ql)
             row(k, "mixed", ml, ql)
         }
+    }
+}' "$CSV" | sort
+# The same rounds paired: quay's value over MPICH's of the same round
+# (a second apart, so mostly the same mode), median and quartiles.
+echo "## paired by round: quay / MPICH"
+awk -F, 'NR > 1 && !($3 == "latency" && $4 == 0) { k = $3 " " $4; val[$1 "," k "," $2] = $5; keys[k] = 1; R[$1] = 1 }
+END {
+    for (k in keys) {
+        n = 0
+        for (r in R) {
+            a = val[r "," k ",mpich"]; b = val[r "," k ",quay"]
+            if (a > 0 && b > 0) x[++n] = b / a
+        }
+        for (i = 2; i <= n; i++) { t = x[i]; for (j = i - 1; j >= 1 && x[j] > t; j--) x[j + 1] = x[j]; x[j + 1] = t }
+        if (n > 0)
+            printf "%-14s median %.2f  quartiles %.2f-%.2f  (%d rounds)\n", k,
+                   n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2, x[int(n / 4) + 1], x[int(3 * n / 4)], n
+        delete x
     }
 }' "$CSV" | sort
 echo "raw values: $CSV"

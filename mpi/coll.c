@@ -6,7 +6,9 @@
  * builds the reduction inside it (the engine's op points at it for as long
  * as the collective runs), posts the engine's collective and attaches it
  * to the slot. The blocking forms are the I-form's body (so that errors
- * name the blocking call) followed by qmpi_wait_one.
+ * name the blocking call), given COLL_BLOCKING for the request: the
+ * collective then runs to its end with its reduction context on the
+ * stack, no request slot or handle in between.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -44,10 +46,39 @@ static int engine_post(qmpi_comm *c, const coll_call *a, const qmpi_reduction *r
     return QUAY_EINVAL;
 }
 
-/* Start validated call a and hand its request to the program. */
+/* The `request` of a blocking form's call to its I-form body: run the
+ * collective to its end instead of handing out a request. */
+static MPI_Request coll_blocking_tag;
+#define COLL_BLOCKING (&coll_blocking_tag)
+
+/* A blocking collective: its reduction context lives in this frame, which
+ * outlives the collective, so it needs no request slot and no handle. */
+static int coll_run(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_call *a)
+{
+    qmpi_reduction red;
+    int rc;
+    if (a->kind == COLL_REDUCE || a->kind == COLL_ALLREDUCE) {
+        /* (validated by the caller on a local copy: cannot fail here) */
+        rc = qmpi_reduction_init(&red, a->op, a->dt, a->count);
+        if (rc != MPI_SUCCESS)
+            return qmpi_raise(comm, rc, fn, "invalid reduction");
+    }
+    quay_req *q = NULL;
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    while ((rc = engine_post(c, a, &red, &q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
+        ;
+    if (rc != QUAY_OK)
+        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
+}
+
+/* Start validated call a and hand its request to the program (or, for
+ * COLL_BLOCKING, run it to its end). */
 static int coll_start(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_call *a,
                       MPI_Request *request)
 {
+    if (request == COLL_BLOCKING)
+        return coll_run(fn, comm, c, a);
     qmpi_req *slot = NULL;
     int rc = qmpi_req_new(NULL, comm, QMPI_REQ_COLL, request, &slot);
     if (rc != MPI_SUCCESS)
@@ -245,22 +276,14 @@ int MPI_Barrier(MPI_Comm comm)
 {
     static const char fn[] = "MPI_Barrier";
     QMPI_ENTER(fn);
-    MPI_Request req;
-    int rc = ibarrier(fn, comm, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return qmpi_wait_one(fn, &req, MPI_STATUS_IGNORE);
+    return ibarrier(fn, comm, COLL_BLOCKING);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     static const char fn[] = "MPI_Bcast";
     QMPI_ENTER(fn);
-    MPI_Request req;
-    int rc = ibcast(fn, buffer, count, datatype, root, comm, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return qmpi_wait_one(fn, &req, MPI_STATUS_IGNORE);
+    return ibcast(fn, buffer, count, datatype, root, comm, COLL_BLOCKING);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -268,11 +291,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 {
     static const char fn[] = "MPI_Reduce";
     QMPI_ENTER(fn);
-    MPI_Request req;
-    int rc = ireduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return qmpi_wait_one(fn, &req, MPI_STATUS_IGNORE);
+    return ireduce(fn, sendbuf, recvbuf, count, datatype, op, root, comm, COLL_BLOCKING);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -280,11 +299,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
     static const char fn[] = "MPI_Allreduce";
     QMPI_ENTER(fn);
-    MPI_Request req;
-    int rc = iallreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return qmpi_wait_one(fn, &req, MPI_STATUS_IGNORE);
+    return iallreduce(fn, sendbuf, recvbuf, count, datatype, op, comm, COLL_BLOCKING);
 }
 
 /* inoutbuf = inbuf op inoutbuf, here and now: the same reduction as the
