@@ -51,55 +51,48 @@ static int engine_post(qmpi_comm *c, const coll_call *a, const qmpi_reduction *r
 static MPI_Request coll_blocking_tag;
 #define COLL_BLOCKING (&coll_blocking_tag)
 
-/* A blocking collective: its reduction context lives in this frame, which
- * outlives the collective, so it needs no request slot and no handle. */
-static int coll_run(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_call *a)
+/* Build a's reduction (if any) in red, which must stay put while the
+ * collective runs, and post a: MPI_SUCCESS and *q, or the raise's answer. */
+static int coll_post(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_call *a,
+                     qmpi_reduction *red, quay_req **q)
 {
-    qmpi_reduction red;
     int rc;
     if (a->kind == COLL_REDUCE || a->kind == COLL_ALLREDUCE) {
         /* (validated by the caller on a local copy: cannot fail here) */
-        rc = qmpi_reduction_init(&red, a->op, a->dt, a->count);
+        rc = qmpi_reduction_init(red, a->op, a->dt, a->count);
         if (rc != MPI_SUCCESS)
             return qmpi_raise(comm, rc, fn, "invalid reduction");
     }
-    quay_req *q = NULL;
     qmpi_retry rt = QMPI_RETRY_INIT;
-    while ((rc = engine_post(c, a, &red, &q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
+    while ((rc = engine_post(c, a, red, q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
         ;
     if (rc != QUAY_OK)
         return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
-    return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
+    return MPI_SUCCESS;
 }
 
-/* Start validated call a and hand its request to the program (or, for
- * COLL_BLOCKING, run it to its end). */
+/* Start validated call a and hand its request to the program, or, for
+ * COLL_BLOCKING, run it to its end with its reduction context in this
+ * frame (which outlives the collective): no request slot, no handle. */
 static int coll_start(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_call *a,
                       MPI_Request *request)
 {
-    if (request == COLL_BLOCKING)
-        return coll_run(fn, comm, c, a);
+    quay_req *q = NULL;
+    int rc;
+    if (request == COLL_BLOCKING) {
+        qmpi_reduction red;
+        if ((rc = coll_post(fn, comm, c, a, &red, &q)) != MPI_SUCCESS)
+            return rc;
+        return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
+    }
     qmpi_req *slot = NULL;
-    int rc = qmpi_req_new(NULL, comm, QMPI_REQ_COLL, request, &slot);
+    rc = qmpi_req_new(NULL, comm, QMPI_REQ_COLL, request, &slot);
     if (rc != MPI_SUCCESS)
         return qmpi_raise(comm, rc, fn, "no room for another request");
-    if (a->kind == COLL_REDUCE || a->kind == COLL_ALLREDUCE) {
-        /* (validated by the caller on a local copy: cannot fail here) */
-        rc = qmpi_reduction_init(&slot->red, a->op, a->dt, a->count);
-        if (rc != MPI_SUCCESS) {
-            qmpi_req_release(slot);
-            *request = MPI_REQUEST_NULL;
-            return qmpi_raise(comm, rc, fn, "invalid reduction");
-        }
-    }
-    quay_req *q = NULL;
-    qmpi_retry rt = QMPI_RETRY_INIT;
-    while ((rc = engine_post(c, a, &slot->red, &q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
-        ;
-    if (rc != QUAY_OK) {
+    if ((rc = coll_post(fn, comm, c, a, &slot->red, &q)) != MPI_SUCCESS) {
         qmpi_req_release(slot);
         *request = MPI_REQUEST_NULL;
-        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+        return rc;
     }
     qmpi_req_set(slot, q);
     return MPI_SUCCESS;
