@@ -1590,6 +1590,25 @@ static void t_free_before_completion(void)
     finish();
 }
 
+/* An engine in its sticky fatal state (only a quay bug gets it there: an
+ * oracle mismatch, its own packet refused; set by hand here) says it has
+ * actions, so that a loop which pulls only when quay_has_actions says so
+ * (quay_rt's) still pulls and learns the code. */
+static void t_fatal_has_actions(void)
+{
+    if (!setup(2))
+        return;
+    tn_pump(&T);
+    quay_action a;
+    is_int(quay_has_actions(T.e[0]), 0);
+    T.e[0]->fatal = QUAY_EINTERNAL;
+    is_int(quay_has_actions(T.e[0]), 1);
+    is_int(quay_next_action(T.e[0], &a), QUAY_EINTERNAL);
+    is_int(quay_has_actions(T.e[1]), 0); /* the other engine is not touched */
+    T.e[0]->fatal = 0;
+    finish();
+}
+
 /* ---- allocator hooks ---------------------------------------------------------------------- */
 
 typedef struct falloc {
@@ -1878,6 +1897,7 @@ int main(void)
     subtest("COMPLETE actions on", t_complete_on);
     subtest("COMPLETE actions off", t_complete_off);
     subtest("quay_req_free before completion", t_free_before_completion);
+    subtest("a fatal engine has actions: its code", t_fatal_has_actions);
     subtest("one-sided put / get", t_rdma);
     subtest("allocator: hot path allocation-free", t_hot_path);
     subtest("allocator: failure at every point", t_failmalloc);

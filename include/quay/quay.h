@@ -890,7 +890,9 @@ typedef struct quay_action {
 } quay_action;
 
 /** 1 if quay_next_action may have an action now, 0 if it certainly has
- *  none (nothing queued, nothing waiting for a pull). Cheap; no effect. */
+ *  none (nothing queued, nothing waiting for a pull). Cheap; no effect.
+ *  A fatal engine answers 1: quay_next_action then returns the code, so
+ *  a loop that pulls only when this says so still learns of it. */
 QUAY_API int quay_has_actions(const quay_engine *e);
 
 /**

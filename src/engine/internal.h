@@ -926,7 +926,7 @@ int out_rare_ready(const quay_engine *e);
 static inline int out_has_actions(const quay_engine *e)
 {
     if (e->fatal)
-        return 0;
+        return 1; /* next_action answers the fatal code */
     return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
            !ql_empty(&e->cq) || (e->rare && out_rare_ready(e));
 }
