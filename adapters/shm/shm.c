@@ -557,7 +557,7 @@ static int attach(shm_t *t)
             fprintf(stderr, "quay shm: QUAY_SHM_FD is not set: start the program with quayrun\n");
             return QUAY_EINVAL;
         }
-        int f;
+        int f = -1;
         rc = qshm_seg_create(1, SHM_SOLO_RING, SHM_SOLO_RING, &t->seg, &f);
         if (rc == 0)
             close(f);
