@@ -401,13 +401,17 @@ int shm_drain_dead(shm_t *t, int32_t peer)
     return p->got_bye || qshm_ring_holds(&p->in_pkt, SHM_BYE);
 }
 
-/* One pass over every peer: flush, then take in. An idle pass reads one
- * word of the segment's header and one stamp per ring. */
+/* quayrun moves the epoch when it sees a rank exit. */
+static inline int epoch_moved(const shm_t *t)
+{
+    return atomic_load_explicit(&t->seg.hdr->epoch, memory_order_acquire) != t->epoch_seen;
+}
+
+/* One pass over every peer: flush, then take in. */
 static int poll_once(shm_t *t)
 {
     int work = 0;
-    /* quayrun moves the epoch when it sees a rank exit. */
-    if (atomic_load_explicit(&t->seg.hdr->epoch, memory_order_acquire) != t->epoch_seen)
+    if (epoch_moved(t))
         work = shm_peers_check(t, 0);
     if (t->want_space) {
         int waiting = 0;
@@ -437,8 +441,7 @@ static int poll_once(shm_t *t)
  * call and saves no register. */
 static inline int poll_wanted(const shm_t *t)
 {
-    if (t->want_space ||
-        atomic_load_explicit(&t->seg.hdr->epoch, memory_order_acquire) != t->epoch_seen)
+    if (t->want_space || epoch_moved(t))
         return 1;
     for (int32_t r = 0; r < t->base.size; r++) {
         const shm_peer *p = &t->peers[r];
