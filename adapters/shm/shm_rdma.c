@@ -168,6 +168,8 @@ static int op_alloc(shm_t *t, uint32_t *idx)
 {
     if (t->free_op == UINT32_MAX) {
         uint32_t n = t->nops ? t->nops * 2 : 64;
+        if (n <= t->nops)
+            return QUAY_ENOMEM; /* the count would wrap */
         shm_op *ops = realloc(t->ops, (size_t)n * sizeof *ops);
         if (ops == NULL)
             return QUAY_ENOMEM;
