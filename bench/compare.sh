@@ -311,6 +311,8 @@ END {
     tgt("bw", 4194304, "mpich", ">=", 1.3, "4 MiB bandwidth")
     tgt("barrier", 0, "mpich", "<=", 1.0, "barrier")
     tgt("allreduce", 8, "mpich", "<=", 1.0, "8 B allreduce")
+    printf "  (small-message ratios swing with the machine'"'"'s speed mode on a small VM;\n"
+    printf "   bench/modes.sh takes them apart: RESULTS.md 8g)\n"
     if (have_tcp) tgt2("bw", 4194304, ">=", 0.9, "tcp 4 MiB bandwidth vs raw")
     # Matching: quay'"'"'s cost per receive must not grow with the depth
     # (MPICH'"'"'s does, linearly). At the deepest point measured (1000 or
