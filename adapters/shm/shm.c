@@ -623,7 +623,7 @@ int qrt_shm_open(int32_t rank, int32_t size, const qrt_sink *sink, qrt_transport
     t->base.size = size;
     t->poll_ns = (int64_t)poll_ms * 1000000;
     t->drain_batch = SHM_DRAIN_BATCH;
-    t->free_op = UINT32_MAX;
+    qrt_optab_init(&t->optab);
     t->probe_word = QSHM_MAGIC ^ (uint64_t)rank;
     rc = attach(t);
     if (rc != 0) {

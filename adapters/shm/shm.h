@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "qrt_optab.h"
 #include "qrt_shm.h"
 #include "shm_ring.h"
 #include "shm_seg.h"
@@ -78,21 +79,6 @@ typedef struct shm_peer {
     uint32_t rdma_out; /* this rank's RDMA actions toward it, in flight */
 } shm_peer;
 
-/** An RDMA action this rank started, waiting for the target's reply. */
-typedef struct shm_op {
-    uint64_t token;
-    void *local;
-    uint64_t len;
-    int32_t peer;
-    uint32_t gen;    /* in the cookie: a stale reply is recognised */
-    uint32_t next;   /* free list */
-    int32_t status;  /* a split copy: this rank's share, 0 or its error */
-    uint8_t atomic;
-    uint8_t put;     /* RDMA_PUT (else GET or atomic) */
-    uint8_t split;   /* the target split the copy; this rank did its share */
-    uint8_t used;
-} shm_op;
-
 typedef struct shm_t {
     qrt_transport base;
     qshm_seg seg;
@@ -102,9 +88,7 @@ typedef struct shm_t {
     int64_t poll_ns;      /* longest single sleep: liveness is rechecked after */
     uint32_t max_chunk;   /* largest pkt record payload */
     uint32_t drain_batch; /* records taken from one ring per poll */
-    shm_op *ops;
-    uint32_t nops;
-    uint32_t free_op; /* UINT32_MAX: none */
+    qrt_optab optab; /* RDMA actions this rank started, awaiting DONE */
     uint64_t probe_word;
     uint64_t split_min; /* GET / PUT this long or longer: copy split (0: never) */
     int want_space; /* some queue is waiting for room */

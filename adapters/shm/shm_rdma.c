@@ -164,36 +164,11 @@ void shm_rdma_probe(shm_t *t)
 
 /* ---- the initiator's table of actions in flight ------------------------------------- */
 
-static int op_alloc(shm_t *t, uint32_t *idx)
-{
-    if (t->free_op == UINT32_MAX) {
-        uint32_t n = t->nops ? t->nops * 2 : 64;
-        if (n <= t->nops)
-            return QUAY_ENOMEM; /* the count would wrap */
-        shm_op *ops = realloc(t->ops, (size_t)n * sizeof *ops);
-        if (ops == NULL)
-            return QUAY_ENOMEM;
-        memset(ops + t->nops, 0, (size_t)(n - t->nops) * sizeof *ops);
-        for (uint32_t i = n; i-- > t->nops;) {
-            ops[i].next = t->free_op;
-            t->free_op = i;
-        }
-        t->ops = ops;
-        t->nops = n;
-    }
-    *idx = t->free_op;
-    t->free_op = t->ops[*idx].next;
-    t->ops[*idx].used = 1;
-    t->ops[*idx].gen++;
-    return 0;
-}
-
+/* Slot idx is free again; its peer has one action less in flight. */
 static void op_free(shm_t *t, uint32_t idx)
 {
-    t->peers[t->ops[idx].peer].rdma_out--;
-    t->ops[idx].used = 0;
-    t->ops[idx].next = t->free_op;
-    t->free_op = idx;
+    t->peers[t->optab.ops[idx].peer].rdma_out--;
+    qrt_op_free(&t->optab, idx);
 }
 
 int shm_rdma_start(shm_t *t, const quay_action *a)
@@ -209,21 +184,18 @@ int shm_rdma_start(shm_t *t, const quay_action *a)
         return QUAY_ENOTSUP;
     if (t->peers[peer].state != SHM_LIVE)
         return QUAY_EPEER;
-    if (op_alloc(t, &idx) != 0)
+    if (qrt_op_alloc(&t->optab, &idx) != 0)
         return QUAY_ENOMEM;
-    shm_op *o = &t->ops[idx];
+    qrt_op *o = &t->optab.ops[idx];
     o->token = a->token;
     o->local = a->rdma.local;
     o->len = atomic ? 8 : a->rdma.len;
     o->peer = peer;
-    o->status = 0;
-    o->atomic = (uint8_t)atomic;
-    o->put = a->kind == QUAY_ACT_RDMA_PUT;
-    o->split = 0;
+    o->kind = (uint8_t)a->kind;
     t->peers[peer].rdma_out++;
     rdma_req q = {(uint32_t)a->kind,
                   a->atomic.op,
-                  ((uint64_t)o->gen << 32) | idx,
+                  qrt_op_cookie(&t->optab, idx),
                   a->rdma.key,
                   a->rdma.offset,
                   atomic ? 8 : a->rdma.len,
@@ -292,31 +264,21 @@ static void serve(shm_t *t, int32_t peer, const rdma_req *q)
 
 /* ---- initiator side ----------------------------------------------------------------------- */
 
-/* The action a reply from `peer` names, or NULL (stale or forged). */
-static shm_op *op_of(shm_t *t, int32_t peer, uint64_t cookie)
-{
-    uint32_t idx = (uint32_t)cookie;
-    if (idx >= t->nops || !t->ops[idx].used || t->ops[idx].gen != (uint32_t)(cookie >> 32) ||
-        t->ops[idx].peer != peer)
-        return NULL;
-    return &t->ops[idx];
-}
-
 /* SPLIT: copy this rank's share [split, len) now, while the target copies
  * its own; the status waits in the action for the DONE. */
 static void split_copy(shm_t *t, int32_t peer, const rdma_split *s)
 {
-    shm_op *o = op_of(t, peer, s->cookie);
+    qrt_op *o = qrt_op_find(&t->optab, s->cookie, peer); /* NULL: stale or forged */
     if (o == NULL)
         return;
-    if (o->atomic || o->split || s->split == 0 || s->split >= o->len) {
+    if (o->kind == QUAY_ACT_RDMA_ATOMIC || o->split || s->split == 0 || s->split >= o->len) {
         if (o->status == 0)
             o->status = QUAY_EPROTO; /* not a split of this action */
         return;
     }
     o->split = 1;
     int rc = vm_copy(t->peers[peer].pid, (uint8_t *)o->local + s->split, s->remote + s->split,
-                     o->len - s->split, o->put);
+                     o->len - s->split, o->kind == QUAY_ACT_RDMA_PUT);
     if (rc == VM_GONE)
         rc = QUAY_EPEER; /* its DONE may still be in the ring; else its failure ends it */
     if (o->status == 0)
@@ -325,7 +287,7 @@ static void split_copy(shm_t *t, int32_t peer, const rdma_split *s)
 
 static void finish(shm_t *t, int32_t peer, const rdma_done *d)
 {
-    shm_op *o = op_of(t, peer, d->cookie);
+    qrt_op *o = qrt_op_find(&t->optab, d->cookie, peer); /* NULL: stale or forged */
     if (o == NULL)
         return;
     uint64_t token = o->token;
@@ -333,9 +295,9 @@ static void finish(shm_t *t, int32_t peer, const rdma_done *d)
     int status = o->status != 0 ? o->status : d->status;
     if (status == 0 && d->split != o->split)
         status = QUAY_EPROTO; /* a share nobody copied */
-    if (o->atomic && status == 0)
+    if (o->kind == QUAY_ACT_RDMA_ATOMIC && status == 0)
         memcpy(o->local, &d->old, sizeof d->old);
-    op_free(t, (uint32_t)(o - t->ops));
+    op_free(t, (uint32_t)(o - t->optab.ops));
     t->base.sink->op_done(t->base.sink->ctx, token, status);
 }
 
@@ -364,13 +326,14 @@ int shm_rdma_record(shm_t *t, int32_t peer, const qshm_rec *rec)
 
 void shm_rdma_fail_peer(shm_t *t, int32_t peer)
 {
-    for (uint32_t i = 0; i < t->nops; i++) {
-        if (!t->ops[i].used || t->ops[i].peer != peer)
+    for (uint32_t i = 0; i < t->optab.nops; i++) {
+        const qrt_op *o = &t->optab.ops[i];
+        if (!o->used || o->peer != peer)
             continue;
         /* Its DONE will never come: the action ends here, a split one
          * whose share this rank copied (or failed) too. */
-        uint64_t token = t->ops[i].token;
-        int status = t->ops[i].status != 0 ? t->ops[i].status : QUAY_EPEER;
+        uint64_t token = o->token;
+        int status = o->status != 0 ? o->status : QUAY_EPEER;
         op_free(t, i);
         t->base.sink->op_done(t->base.sink->ctx, token, status);
     }
@@ -378,8 +341,5 @@ void shm_rdma_fail_peer(shm_t *t, int32_t peer)
 
 void shm_rdma_free(shm_t *t)
 {
-    free(t->ops);
-    t->ops = NULL;
-    t->nops = 0;
-    t->free_op = UINT32_MAX;
+    qrt_optab_fini(&t->optab);
 }

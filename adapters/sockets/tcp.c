@@ -487,7 +487,7 @@ int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const qrt_s
     t->base.size = size;
     t->ep = -1;
     t->evfd = -1;
-    t->free_op = UINT32_MAX;
+    qrt_optab_init(&t->optab);
     rc = read_knobs(t, &rdma);
     if (rc == 0) {
         t->peers = calloc((size_t)size, sizeof *t->peers);

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "qrt_optab.h"
 #include "qrt_tcp.h"
 
 struct sockaddr_in;
@@ -213,18 +214,6 @@ typedef struct tcp_peer {
     uint32_t hold_n;
 } tcp_peer;
 
-/** An RDMA action this rank started, waiting for the target's reply. */
-typedef struct tcp_op {
-    uint64_t token;
-    void *local;
-    uint64_t len;
-    int32_t peer;
-    uint32_t gen;  /* in the cookie, so a reused slot is told apart */
-    uint32_t next; /* free list */
-    uint8_t kind;  /* reply frame type expected: GET_REPLY, PUT_DONE, ATOMIC_REPLY */
-    uint8_t used;
-} tcp_op;
-
 typedef struct tcp_t {
     qrt_transport base;
     tcp_peer *peers;
@@ -239,9 +228,7 @@ typedef struct tcp_t {
     uint64_t connect_ms; /* QUAY_TCP_CONNECT_MS */
     tcp_item *free_items;
     uint32_t nfree_items;
-    tcp_op *ops;
-    uint32_t nops;
-    uint32_t free_op; /* UINT32_MAX: none */
+    qrt_optab optab; /* RDMA actions this rank started, awaiting their reply */
 } tcp_t;
 
 /* tcp.c */
@@ -302,7 +289,7 @@ int tcp_rdma_serve_atomic(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key,
 int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status);
 /** The action a reply of frame type `type` from `peer` names by
  *  `cookie`: its index, or -1 (no such action: the peer is broken). */
-int64_t tcp_rdma_find(const tcp_t *t, int32_t peer, uint64_t cookie, unsigned type);
+int64_t tcp_rdma_find(tcp_t *t, int32_t peer, uint64_t cookie, unsigned type);
 /** Finish action `idx` with `status` (op_done). */
 void tcp_rdma_finish(tcp_t *t, uint32_t idx, int status);
 /** Finish every action toward `peer` with QUAY_EPEER. */

@@ -29,36 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int op_alloc(tcp_t *t, uint32_t *idx)
-{
-    if (t->free_op == UINT32_MAX) {
-        uint32_t n = t->nops ? t->nops * 2 : 64;
-        if (n <= t->nops)
-            return QUAY_ENOMEM;
-        tcp_op *ops = realloc(t->ops, (size_t)n * sizeof *ops);
-        if (ops == NULL)
-            return QUAY_ENOMEM;
-        memset(ops + t->nops, 0, (size_t)(n - t->nops) * sizeof *ops);
-        for (uint32_t i = n; i-- > t->nops;) {
-            ops[i].next = t->free_op;
-            t->free_op = i;
-        }
-        t->ops = ops;
-        t->nops = n;
-    }
-    *idx = t->free_op;
-    t->free_op = t->ops[*idx].next;
-    t->ops[*idx].used = 1;
-    t->ops[*idx].gen++;
-    return 0;
-}
-
-static void op_free(tcp_t *t, uint32_t idx)
-{
-    t->ops[idx].used = 0;
-    t->ops[idx].next = t->free_op;
-    t->free_op = idx;
-}
 
 int tcp_rdma_start(tcp_t *t, const quay_action *a)
 {
@@ -90,10 +60,10 @@ int tcp_rdma_start(tcp_t *t, const quay_action *a)
         return QUAY_ENOTSUP;
     if (t->peers[peer].state != TCP_LIVE || t->peers[peer].fd < 0)
         return QUAY_EPEER;
-    if (op_alloc(t, &idx) != 0)
+    if (qrt_op_alloc(&t->optab, &idx) != 0)
         return QUAY_ENOMEM;
-    tcp_op *o = &t->ops[idx];
-    uint64_t cookie = ((uint64_t)o->gen << 32) | idx;
+    qrt_op *o = &t->optab.ops[idx];
+    uint64_t cookie = qrt_op_cookie(&t->optab, idx);
     o->token = a->token;
     o->local = a->rdma.local;
     o->len = a->rdma.len;
@@ -128,7 +98,7 @@ int tcp_rdma_start(tcp_t *t, const quay_action *a)
      * op_done waits for PUT_DONE anyway, so no token on the frame. */
     rc = tcp_out_frame(t, peer, h, hl, &data, niov, 0, 0);
     if (rc < 0) {
-        op_free(t, idx);
+        qrt_op_free(&t->optab, idx);
         return rc;
     }
     return 0;
@@ -184,35 +154,29 @@ int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status)
 
 /* ---- initiator side --------------------------------------------------------------------- */
 
-int64_t tcp_rdma_find(const tcp_t *t, int32_t peer, uint64_t cookie, unsigned type)
+int64_t tcp_rdma_find(tcp_t *t, int32_t peer, uint64_t cookie, unsigned type)
 {
-    uint32_t idx = (uint32_t)cookie;
-    if (idx >= t->nops)
+    const qrt_op *o = qrt_op_find(&t->optab, cookie, peer);
+    if (o == NULL || o->kind != type)
         return -1;
-    const tcp_op *o = &t->ops[idx];
-    if (!o->used || o->gen != (uint32_t)(cookie >> 32) || o->peer != peer || o->kind != type)
-        return -1;
-    return idx;
+    return o - t->optab.ops;
 }
 
 void tcp_rdma_finish(tcp_t *t, uint32_t idx, int status)
 {
-    uint64_t token = t->ops[idx].token;
-    op_free(t, idx);
+    uint64_t token = t->optab.ops[idx].token;
+    qrt_op_free(&t->optab, idx);
     t->base.sink->op_done(t->base.sink->ctx, token, status);
 }
 
 void tcp_rdma_fail_peer(tcp_t *t, int32_t peer)
 {
-    for (uint32_t i = 0; i < t->nops; i++)
-        if (t->ops[i].used && t->ops[i].peer == peer)
+    for (uint32_t i = 0; i < t->optab.nops; i++)
+        if (t->optab.ops[i].used && t->optab.ops[i].peer == peer)
             tcp_rdma_finish(t, i, QUAY_EPEER);
 }
 
 void tcp_rdma_free(tcp_t *t)
 {
-    free(t->ops);
-    t->ops = NULL;
-    t->nops = 0;
-    t->free_op = UINT32_MAX;
+    qrt_optab_fini(&t->optab);
 }

@@ -209,7 +209,7 @@ static size_t rx_rdma_frame(tcp_t *t, int32_t peer, const uint8_t *h, size_t hl,
         idx = reply_op(t, peer, type, tcp_get64(x), status, tcp_get32(x + 12));
         if (idx < 0)
             return 0;
-        uint64_t want = status == 0 ? t->ops[idx].len : 0;
+        uint64_t want = status == 0 ? t->optab.ops[idx].len : 0;
         if (body != want) {
             tcp_peer_fail(t, peer, "sent garbage (a %llu-byte reply to a %llu-byte get)",
                           (unsigned long long)body, (unsigned long long)want);
@@ -219,7 +219,7 @@ static size_t rx_rdma_frame(tcp_t *t, int32_t peer, const uint8_t *h, size_t hl,
             tcp_rdma_finish(t, (uint32_t)idx, status);
         } else {
             p->rx_mode = RX_GET;
-            p->rx_dst = t->ops[idx].local;
+            p->rx_dst = t->optab.ops[idx].local;
             p->rx_left = body;
             p->rx_op = (uint32_t)idx;
         }
@@ -240,7 +240,7 @@ static size_t rx_rdma_frame(tcp_t *t, int32_t peer, const uint8_t *h, size_t hl,
             return 0;
         if (status == 0) {
             uint64_t old = tcp_get64(x + 8);
-            memcpy(t->ops[idx].local, &old, sizeof old);
+            memcpy(t->optab.ops[idx].local, &old, sizeof old);
         }
         tcp_rdma_finish(t, (uint32_t)idx, status);
         return hl;
