@@ -50,8 +50,6 @@ int quay_comm_create(quay_engine *e, uint32_t ctx, int32_t nranks,
         return e->fatal;
     if ((ctx & QUAY_CTX_COLL) || comm_lookup(e, ctx) != NULL)
         return QUAY_ECOMM; /* in use, or a collective twin's */
-    if (e->ncomms_user >= e->cfg.max_comms)
-        return QUAY_EAGAIN;
     int rc = comm_create(e, ctx, nranks, world_ranks, 0, pc);
     if (rc != 0 || !e->cfg.coll_bypass)
         return rc;
@@ -74,6 +72,10 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
         return QUAY_EINVAL;
     if (comm_lookup(e, ctx) != NULL)
         return QUAY_ECOMM;
+    /* max_comms bounds every communicator that is not a twin, the program's
+     * and a NIC agent's alike (a saved context with more is refused). */
+    if (!internal && e->ncomms_user >= e->cfg.max_comms)
+        return QUAY_EAGAIN;
     int32_t myrank = -1;
     for (int32_t i = 0; i < nranks; i++) {
         int32_t w = world_ranks ? world_ranks[i] : i;
