@@ -223,7 +223,8 @@ typedef struct quay_offload {
  *  post for it) and runs the same schedules as a host would, without any
  *  host involvement, then emits QUAY_ACT_OFFLOAD_DONE. The descriptor is
  *  copied (the world map is copied at the communicator's creation).
- *  0, QUAY_EINVAL, QUAY_EAGAIN (coll_max schedules running). */
+ *  0, QUAY_EINVAL, QUAY_EAGAIN (coll_max schedules running, or a new
+ *  context id while the agent already keeps max_comms communicators). */
 QUAY_API int quay_agent_post(quay_engine *agent, const quay_offload *d);
 
 /** Host engine: the agent finished the offloaded collective `cookie`
