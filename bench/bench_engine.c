@@ -10,6 +10,10 @@
  * --complete-actions is given; thresholds are the engine defaults
  * (eager up to 8 KiB, rendezvous with 64 KiB fragments above).
  *
+ * --send inline: sends of up to QUAY_INLINE_MAX bytes by quay_send_inline
+ * (payload copied behind the header, no send request, one-iovec packet,
+ * handed to the peer as it is); larger ones by quay_isend.
+ *
  * Modes (--mode):
  *   pingpong  rank 1 has the ping's receive posted; rank 0 posts the
  *             pong's receive, sends the ping, pump; rank 1 sees it done
@@ -41,6 +45,7 @@ typedef struct bench {
     uint8_t *pkt;       /* the one packet buffer */
     size_t pkt_cap;
     int no_copy;        /* skip the wire's payload copy */
+    int inline_send;    /* --send inline: quay_send_inline where it takes */
     int dirty[2];       /* engine may have actions to pull */
     uint64_t completes; /* COMPLETE actions seen */
 } bench;
@@ -51,7 +56,17 @@ static void drain(bench *b, int r)
     quay_action a;
     int rc;
     while ((rc = quay_next_action(b->e[r], &a)) == 1) {
-        if (a.kind == QUAY_ACT_SEND) {
+        if (a.kind == QUAY_ACT_SEND && a.iovcnt == 1) {
+            /* One piece (an inline send's packet, a control packet): the
+             * wire hands the engine's bytes over as they are. */
+            rc = quay_on_packet(b->e[a.peer], r, a.iov[0].base, a.iov[0].len);
+            if (rc != 0)
+                bench_check(rc, "quay_on_packet");
+            b->dirty[a.peer] = 1;
+            rc = quay_on_op_done(b->e[r], a.token, 0);
+            if (rc != 0)
+                bench_check(rc, "quay_on_op_done");
+        } else if (a.kind == QUAY_ACT_SEND) {
             size_t n = a.iov[0].len;
             size_t total = n + (a.iovcnt == 2 ? a.iov[1].len : 0);
             if (total > b->pkt_cap)
@@ -119,6 +134,29 @@ static void bench_close(bench *b)
     free(b->pkt);
 }
 
+/* A send from rank `from` to the other rank: by quay_send_inline when
+ * asked and it takes it (*s = NULL: nothing to test or free), else
+ * quay_isend. */
+static int post_send(bench *b, int from, const void *buf, size_t n, quay_req **s)
+{
+    *s = NULL;
+    if (b->inline_send) {
+        int rc = quay_send_inline(b->e[from], b->c[from], buf, n, 1 - from, 0);
+        if (rc != QUAY_EBUSY)
+            return rc;
+    }
+    return quay_isend(b->e[from], b->c[from], buf, n, 1 - from, 0, QUAY_SEND_STANDARD, s);
+}
+
+static void send_done(bench *b, int from, quay_req *s)
+{
+    if (s == NULL)
+        return; /* an inline send: over when posted */
+    if (!quay_req_test(s, NULL))
+        bench_die("a send did not complete after the pump (engine stuck)");
+    quay_req_free(b->e[from], s);
+}
+
 static void done_or_die(const quay_req *r)
 {
     if (!quay_req_test(r, NULL))
@@ -178,24 +216,20 @@ static void pingpong_round(bench *b, bufs *bf)
     size_t n = bf->size;
     if (quay_irecv(b->e[1], b->c[1], bf->rbuf[1], n, 0, 0, &ping_r) != 0 ||
         quay_irecv(b->e[0], b->c[0], bf->rbuf[0], n, 1, 0, &pong_r) != 0 ||
-        quay_isend(b->e[0], b->c[0], bf->sbuf[0], n, 1, 0, QUAY_SEND_STANDARD,
-                   &ping_s) != 0)
+        post_send(b, 0, bf->sbuf[0], n, &ping_s) != 0)
         bench_die("ping: post failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
     done_or_die(ping_r);
-    if (quay_isend(b->e[1], b->c[1], bf->sbuf[1], n, 0, 0, QUAY_SEND_STANDARD,
-                   &pong_s) != 0)
+    if (post_send(b, 1, bf->sbuf[1], n, &pong_s) != 0)
         bench_die("pong: post failed");
     b->dirty[1] = 1;
     pump(b);
     done_or_die(pong_r);
-    done_or_die(ping_s);
-    done_or_die(pong_s);
     quay_req_free(b->e[1], ping_r);
     quay_req_free(b->e[0], pong_r);
-    quay_req_free(b->e[0], ping_s);
-    quay_req_free(b->e[1], pong_s);
+    send_done(b, 0, ping_s);
+    send_done(b, 1, pong_s);
 }
 
 /* W messages from rank 0 to rank 1, receives pre-posted. */
@@ -208,17 +242,28 @@ static void stream_round(bench *b, bufs *bf)
                        &bf->rreq[k]) != 0)
             bench_die("stream: irecv failed");
     for (uint32_t k = 0; k < w; k++)
-        if (quay_isend(b->e[0], b->c[0], bf->sbuf[0], n, 1, 0,
-                       QUAY_SEND_STANDARD, &bf->sreq[k]) != 0)
-            bench_die("stream: isend failed");
+        if (post_send(b, 0, bf->sbuf[0], n, &bf->sreq[k]) != 0)
+            bench_die("stream: send failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
     for (uint32_t k = 0; k < w; k++) {
         done_or_die(bf->rreq[k]);
-        done_or_die(bf->sreq[k]);
         quay_req_free(b->e[1], bf->rreq[k]);
-        quay_req_free(b->e[0], bf->sreq[k]);
+        send_done(b, 0, bf->sreq[k]);
     }
+}
+
+/* One eager message 0 -> 1 sent with quay_send_inline (no send request). */
+static void one_message_inline(bench *b, bufs *bf)
+{
+    quay_req *r;
+    if (quay_irecv(b->e[1], b->c[1], bf->rbuf[1], bf->size, 0, 0, &r) != 0 ||
+        quay_send_inline(b->e[0], b->c[0], bf->sbuf[0], bf->size, 1, 0) != 0)
+        bench_die("post failed (inline)");
+    b->dirty[0] = b->dirty[1] = 1;
+    pump(b);
+    done_or_die(r);
+    quay_req_free(b->e[1], r);
 }
 
 /* One eager message 0 -> 1 (the callgrind unit). */
@@ -291,6 +336,7 @@ typedef struct opts {
     int complete_actions;
     int callgrind;
     int no_copy;
+    int inline_send;
 } opts;
 
 static const size_t default_sizes[] = {0, 8, 64, 1024, 8192, 65536, 1048576};
@@ -300,13 +346,17 @@ static void usage(void)
     fputs(
         "usage: bench_engine [--mode pingpong|stream|all] [--size S]... [--iters N]\n"
         "                    [--reps R] [--window W] [--csv] [--complete-actions]\n"
+        "                    [--send isend|inline]\n"
         "       bench_engine --callgrind [--iters N] [--size S] [--no-copy]\n"
+        "                    [--send isend|inline]\n"
         "  --size S       message size (repeatable; K/M suffixes); default\n"
         "                 0 8 64 1K 8K 64K 1M\n"
         "  --iters N      messages per measurement (default: by size); with\n"
         "                 --callgrind: messages bracketed (default 10000)\n"
         "  --reps R       measurements per row; min and median reported (5)\n"
-        "  --window W     stream: messages in flight per round (64)\n",
+        "  --window W     stream: messages in flight per round (64)\n"
+        "  --send inline  sends by quay_send_inline (no send request) where it\n"
+        "                 takes them (<= QUAY_INLINE_MAX bytes), else quay_isend\n",
         stderr);
     exit(2);
 }
@@ -355,6 +405,12 @@ static void parse(int argc, char **argv, opts *o)
             o->callgrind = 1;
         } else if (strcmp(a, "--no-copy") == 0) {
             o->no_copy = 1;
+        } else if (strcmp(a, "--send") == 0 && v) {
+            i++;
+            if (strcmp(v, "inline") == 0)
+                o->inline_send = 1;
+            else if (strcmp(v, "isend") != 0)
+                usage();
         } else {
             usage();
         }
@@ -379,20 +435,24 @@ static int run_callgrind(const opts *o)
     bench b;
     bufs bf;
     bench_open(&b, o->complete_actions, o->no_copy);
+    b.inline_send = o->inline_send;
     bufs_open(&bf, size, 1);
     verify(&b, &bf, MODE_STREAM);
+    void (*unit)(bench *, bufs *) = o->inline_send ? one_message_inline : one_message;
+    if (o->inline_send && size > QUAY_INLINE_MAX)
+        bench_die("--send inline takes at most %d bytes", QUAY_INLINE_MAX);
     for (int i = 0; i < 1000; i++) /* warm-up: pools, branch history */
-        one_message(&b, &bf);
+        unit(&b, &bf);
     bench_cg_start();
     bench_cg_toggle();
     for (uint64_t i = 0; i < n; i++)
-        one_message(&b, &bf);
+        unit(&b, &bf);
     bench_cg_toggle();
     bench_cg_stop();
     printf("callgrind: %llu messages of %zu bytes bracketed (callgrind.h %s, "
-           "wire payload copy %s)\n",
+           "wire payload copy %s, sends by %s)\n",
            (unsigned long long)n, size, BENCH_HAVE_CALLGRIND ? "yes" : "no",
-           o->no_copy ? "off" : "on");
+           o->no_copy ? "off" : "on", o->inline_send ? "quay_send_inline" : "quay_isend");
     printf("callgrind_msgs=%llu\n", (unsigned long long)n);
     bufs_close(&bf);
     bench_close(&b);
@@ -417,10 +477,14 @@ int main(int argc, char **argv)
                "ns_per_msg_min,ns_per_msg_median,msgs_per_s,mbytes_per_s\n");
     } else {
         printf("# bench_engine: 2 engines, zero-latency in-memory wire (header+payload\n"
-               "# copied once per SEND), completion by %s; eager_max %zu, frag %zu.\n"
+               "# copied once per SEND), completion by %s; eager_max %zu, frag %zu;\n"
+               "# sends by %s.\n"
                "# ns/msg: best (min) and median of %u runs; pingpong ns/msg = RTT/2.\n",
                o.complete_actions ? "COMPLETE actions + quay_req_test" : "quay_req_test",
-               dflt.eager_max, dflt.frag_size, o.reps);
+               dflt.eager_max, dflt.frag_size,
+               o.inline_send ? "quay_send_inline up to QUAY_INLINE_MAX bytes (proto inline)"
+                             : "quay_isend",
+               o.reps);
         printf("%-9s %9s %-6s %6s %9s %12s %12s %13s %11s\n", "mode", "size", "proto",
                "window", "msgs", "ns/msg min", "ns/msg med", "msgs/s", "MB/s");
     }
@@ -438,6 +502,7 @@ int main(int argc, char **argv)
             bench b;
             bufs bf;
             bench_open(&b, o.complete_actions, o.no_copy);
+            b.inline_send = o.inline_send;
             bufs_open(&bf, size, window);
             verify(&b, &bf, mode);
             run_rounds(&b, &bf, mode, rounds / 10 + 1); /* warm-up */
@@ -452,7 +517,9 @@ int main(int argc, char **argv)
             double best = bench_min(ns, o.reps);
             double mps = 1e9 / best;
             double mbs = mps * (double)size / 1e6;
-            const char *proto = size <= dflt.eager_max ? "eager" : "rndv";
+            const char *proto = o.inline_send && size <= QUAY_INLINE_MAX ? "inline"
+                                : size <= dflt.eager_max                 ? "eager"
+                                                                         : "rndv";
             const char *mname = mode == MODE_PINGPONG ? "pingpong" : "stream";
             char lbl[32];
             if (o.csv)

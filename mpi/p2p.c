@@ -107,6 +107,16 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
     int rc = check_send(fn, buf, count, dt, dest, tag, comm, &c, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
+    if (mode == QUAY_SEND_STANDARD && bytes <= QUAY_INLINE_MAX) {
+        /* Copied into the packet: complete now, no request to wait on. */
+        rc = quay_send_inline(qmpi.e, c->q, buf, bytes, dest, tag);
+        if (rc == 0) {
+            qmpi_flush();
+            return MPI_SUCCESS;
+        }
+        if (rc != QUAY_EBUSY)
+            return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    }
     if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
         return rc;
     /* An eager send is usually complete once its packet has left. */

@@ -514,6 +514,31 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
                         size_t len, int32_t dst, int32_t tag,
                         quay_send_mode mode, quay_req **preq);
 
+/** Largest payload quay_send_inline takes (bytes). */
+#define QUAY_INLINE_MAX 64
+
+/**
+ * Send a small standard-mode message by copy, with no request: the engine
+ * copies the `len` bytes at `buf` behind the packet's header now, so when
+ * this returns 0 the send is over — the buffer may be reused and there is
+ * nothing to test or free. The packet leaves as a SEND action with one
+ * iovec, in send order with the sends posted before and after it. The
+ * cheapest way to send a small message (the MPI binding's MPI_Send of up to
+ * QUAY_INLINE_MAX bytes). A send to QUAY_PROC_NULL returns 0 at once.
+ *
+ * Returns 0; QUAY_EBUSY when the message cannot be taken this way now —
+ * longer than QUAY_INLINE_MAX or eager_max, to this rank itself, earlier
+ * sends of this engine still waiting to leave, no free descriptor
+ * (max_out), or an engine with flow control, receiver-initiated transfers,
+ * ANY_SOURCE arbitration or QUAY_CAP_MULTI_SEND: post it with quay_isend,
+ * which takes any message (and keeps the order); QUAY_EPEER (the peer was
+ * declared failed), QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, or the engine's
+ * fatal code. Like MPI's standard send once it has returned, the sender
+ * hears nothing more about the message (a peer failing later included).
+ */
+QUAY_API int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf,
+                              size_t len, int32_t dst, int32_t tag);
+
 /**
  * Post a receive of at most `cap` bytes into `buf` from comm rank `src`
  * (or QUAY_ANY_SOURCE / QUAY_PROC_NULL) with `tag` (or QUAY_ANY_TAG).

@@ -85,6 +85,7 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
         }
         fail_req(e, r);
     }
+    inq_drop_peer(e, peer); /* inline sends' packets: nobody waits on them */
     ps->nrtr = 0; /* its receives will never take our writes */
     arb_peer_failed(e, peer);
     /* Last: releasing descriptors lets the failed requests complete. */

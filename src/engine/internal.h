@@ -298,6 +298,12 @@ enum { QOUT_RDMA_PUT = 0x40, QOUT_RDMA_GET = 0x41, QOUT_RDMA_ATOMIC = 0x42 };
 enum { RDMA_GET = 0, RDMA_PUT = 1, RDMA_ATOMIC = 2 };
 
 /* Outgoing descriptor: one SEND action until its op_done. */
+/* Room for a packet's headers in a descriptor: the largest header, or an
+ * envelope with an inline payload (quay_send_inline). */
+#define QOUT_HDR_MAX \
+    (QUAY_MAX_HEADER > WIRE_ENV_LEN + QUAY_INLINE_MAX ? QUAY_MAX_HEADER \
+                                                      : WIRE_ENV_LEN + QUAY_INLINE_MAX)
+
 typedef struct qout {
     uint32_t gen;
     uint8_t in_use;
@@ -320,8 +326,9 @@ typedef struct qout {
     /* RDMA actions: the peer's key and offset (payload is the local side) */
     uint64_t rkey;
     uint64_t roff;
-    /* channel frame, then the engine header at OUT_HDR(o) */
-    uint8_t hdr[CHAN_FRAME_LEN + QUAY_MAX_HEADER];
+    /* channel frame, then the engine header at OUT_HDR(o); an inline
+     * send's payload right behind its header (one iovec) */
+    uint8_t hdr[CHAN_FRAME_LEN + QOUT_HDR_MAX];
 } qout;
 
 #define OUT_HDR(o) ((o)->hdr + CHAN_FRAME_LEN)
@@ -446,6 +453,8 @@ struct quay_engine {
     uint32_t outs_reserved; /* kept for ACK-only frames (flow control) */
     uint32_t ctrl_count;
     qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
+    qout *inq_head, *inq_tail;   /* quay_send_inline packets, in send order,
+                                    pulled before the txq (inline.c) */
     qlink txq;           /* requests with packets to emit */
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     qlink rdmaq;         /* one-sided requests waiting for their action */
@@ -683,6 +692,13 @@ static inline quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
         return c;
     return comm_lookup_scan(e, ctx);
 }
+/* c is a user's live communicator of engine e (checked before any read of
+ * it: a pointer outside the pool is refused). */
+static inline int comm_ok(const quay_engine *e, const quay_comm *c)
+{
+    return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max && c->in_use &&
+           !c->internal;
+}
 /** Set c->identity from its map (after the map is filled). */
 void comm_note_identity(quay_comm *c);
 /** World rank of comm rank `r` (in range). */
@@ -909,7 +925,38 @@ void out_release(quay_engine *e, qout *o, int status);
 /** Fill a SEND action for o (framed or not). */
 void out_fill_send(quay_engine *e, qout *o, quay_action *a);
 qout *out_alloc(quay_engine *e);
-void out_put(quay_engine *e, qout *o);
+/* Return a descriptor to the free list. */
+static inline void out_put(quay_engine *e, qout *o)
+{
+    o->in_use = 0;
+    o->next = e->out_free;
+    e->out_free = o;
+    e->outs_used--;
+}
+/* out_alloc, inline for the small-message paths; a descriptor must be free. */
+static QUAY_ALWAYS_INLINE qout *out_take(quay_engine *e)
+{
+    qout *o = e->out_free;
+    e->out_free = o->next;
+    o->next = NULL;
+    o->in_use = 1;
+    o->gen++;
+    o->req = NULL;
+    o->payload = NULL;
+    o->payload_len = 0;
+    o->seq = 0;
+    o->refs = 0;
+    o->framed = 0;
+    o->acked = 0;
+    o->failed = 0;
+    e->outs_used++;
+    return o;
+}
+/* A descriptor may be taken for a packet (anything but an ACK-only frame). */
+static inline int out_avail(const quay_engine *e)
+{
+    return e->outs_used + e->outs_reserved < e->nouts;
+}
 /* Token of a SEND action: generation << 32 | channel << 28 | index
  * (config_check keeps max_out below 2^24). */
 #define OUT_TOKEN_CHAN_SHIFT 28
@@ -927,11 +974,16 @@ static inline int out_has_actions(const quay_engine *e)
 {
     if (e->fatal)
         return 1; /* next_action answers the fatal code */
-    return e->ctrl_count != 0 || e->loop_head != NULL || !ql_empty(&e->txq) ||
+    return e->inq_head != NULL || e->ctrl_count != 0 || e->loop_head != NULL ||
+           !ql_empty(&e->txq) ||
            !ql_empty(&e->cq) || (e->rare && out_rare_ready(e));
 }
 int out_next_action(quay_engine *e, quay_action *a);
 int out_on_op_done(quay_engine *e, uint64_t token, int status);
+
+/* ---- inline sends (inline.c) --------------------------------------------- */
+/** Drop the queued inline packets to `peer` (it failed). */
+void inq_drop_peer(quay_engine *e, int32_t peer);
 
 /* ---- peer failure (failure.c) ------------------------------------------- */
 /** Declare `peer` failed: abandon its packets, complete every request that

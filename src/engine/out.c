@@ -81,45 +81,9 @@ static int coll_unblockable(const quay_engine *e)
 
 /* ---- descriptors ------------------------------------------------------------------- */
 
-/* A descriptor may be taken for a packet (anything but an ACK-only frame). */
-static int out_avail(const quay_engine *e)
-{
-    return e->outs_used + e->outs_reserved < e->nouts;
-}
-
-static QUAY_ALWAYS_INLINE qout *out_take(quay_engine *e);
-
 qout *out_alloc(quay_engine *e)
 {
     return out_take(e);
-}
-
-/* out_alloc, inline for the eager hot path. */
-static QUAY_ALWAYS_INLINE qout *out_take(quay_engine *e)
-{
-    qout *o = e->out_free;
-    e->out_free = o->next;
-    o->next = NULL;
-    o->in_use = 1;
-    o->gen++;
-    o->req = NULL;
-    o->payload = NULL;
-    o->payload_len = 0;
-    o->seq = 0;
-    o->refs = 0;
-    o->framed = 0;
-    o->acked = 0;
-    o->failed = 0;
-    e->outs_used++;
-    return o;
-}
-
-void out_put(quay_engine *e, qout *o)
-{
-    o->in_use = 0;
-    o->next = e->out_free;
-    e->out_free = o;
-    e->outs_used--;
 }
 
 void out_release(quay_engine *e, qout *o, int status)
@@ -166,6 +130,8 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
         if (o->refs == 0)
             return QUAY_ESTATE; /* more op_dones than transmissions */
         chan_on_op_done(e, o, status);
+    } else if (o->req == NULL && o->pkt == QUAY_PKT_EAGER) {
+        out_put(e, o); /* an inline send's: nothing waits on it */
     } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
         /* The hot path [DESIGN §9]: out_release + req_progress for an
          * eager send's packet, req_progress's common case first. */
@@ -702,10 +668,28 @@ static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
     return 0;
 }
 
+/* The oldest quay_send_inline packet (inline.c), header and payload in
+ * one piece: queued only while the txq was empty, so it goes first. */
+static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
+{
+    qout *o = e->inq_head;
+    e->inq_head = o->next;
+    if (e->inq_head == NULL)
+        e->inq_tail = NULL;
+    o->next = NULL;
+    e->st.pkts_out++;
+    if (e->trace_fn)
+        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq, 0);
+    fill_send(e, o, a);
+    return 1;
+}
+
 int out_next_action(quay_engine *e, quay_action *a)
 {
     if (e->fatal)
         return e->fatal;
+    if (e->inq_head != NULL)
+        return inq_pull(e, a);
     if (!ql_empty(&e->txq)) {
         quay_req *r = QUAY_CONTAINER_OF(e->txq.next, quay_req, link);
         if (eager_pull_ok(e, r))

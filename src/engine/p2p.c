@@ -8,12 +8,6 @@
 #include "engine/internal.h"
 #include "engine/match_fast.h"
 
-static int comm_ok(const quay_engine *e, const quay_comm *c)
-{
-    return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max &&
-           c->in_use && !c->internal;
-}
-
 /* A request that completes at once as a transfer with the null process. */
 static int proc_null_req(quay_engine *e, quay_comm *c, int kind, int32_t tag,
                          quay_req **preq)
