@@ -46,6 +46,7 @@ typedef struct fe_req {
     uint8_t *buf; /* receive: cap + FE_GUARD bytes */
     size_t cap;
     int completes;
+    int persist;  /* quay_send_init / quay_recv_init: FE_TEST starts it again */
 } fe_req;
 
 typedef struct fe_out { /* a packet the engine sent */
@@ -171,6 +172,8 @@ extern int fe_verbose;
 
 /** The codes the posting calls and the other calls may answer. */
 extern const int fe_rc_post[];
+extern const int fe_rc_inline[];
+extern const int fe_rc_start[];
 extern const int fe_rc_misc[];
 
 /* fuzz_engine.c */
@@ -188,6 +191,7 @@ uint64_t fe_pick64(fe *f, fz_in *in);
 fe_req *fe_req_pick(fe *f, fz_in *in);
 fe_req *fe_req_slot(fe *f);
 void fe_req_track(fe *f, fe_req *s, quay_req *r, int kind, uint8_t *buf, size_t cap);
+void fe_start(fe *f, fe_req *s);
 size_t fe_size_class(const fe *f, uint8_t c);
 void fe_trace_clear(fe_trace *t);
 

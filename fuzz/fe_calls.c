@@ -9,6 +9,8 @@
 
 const int fe_rc_post[] = {QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, QUAY_EAGAIN,
                           QUAY_ENOBUFS, QUAY_ECOMM, -1};
+const int fe_rc_start[] = {QUAY_EAGAIN, QUAY_ENOBUFS, QUAY_ESTATE, -1};
+const int fe_rc_inline[] = {QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, QUAY_EBUSY, QUAY_EPEER, -1};
 const int fe_rc_misc[] = {QUAY_EINVAL, QUAY_ERANK, QUAY_EAGAIN, QUAY_ESTATE,
                           QUAY_EBUSY, QUAY_ENOTSUP, QUAY_ECOMM, QUAY_EPROTO, -1};
 
@@ -27,10 +29,36 @@ void fe_op_isend(fe *f, fz_in *in)
     fe_pattern(buf, len, (uint32_t)f->serial);
     if (dst == c->size)
         dst = QUAY_PROC_NULL;
+    if ((m & 0x10) && (m & 3) == QUAY_SEND_STANDARD) {
+        /* By copy, no request; QUAY_EBUSY: quay_isend takes it below. */
+        int rc = quay_send_inline(f->e, c->c, buf, len, dst, tag);
+        fe_check_rc(f, "quay_send_inline", rc, fe_rc_inline);
+        if (rc != QUAY_EBUSY)
+            return;
+    }
+    if (m & 0x20) { /* persistent: made, then started */
+        int rc = quay_send_init(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r);
+        fe_check_rc(f, "quay_send_init", rc, fe_rc_post);
+        if (rc != 0)
+            return;
+        fe_req_track(f, s, r, FR_SEND, NULL, len);
+        s->persist = 1;
+        fe_start(f, s);
+        return;
+    }
     int rc = quay_isend(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r);
     fe_check_rc(f, "quay_isend", rc, fe_rc_post);
     if (rc == 0)
         fe_req_track(f, s, r, FR_SEND, NULL, len);
+}
+
+/* Start persistent request s (again); its round's COMPLETE count anew. */
+void fe_start(fe *f, fe_req *s)
+{
+    int rc = quay_start(f->e, s->r);
+    fe_check_rc(f, "quay_start", rc, fe_rc_start);
+    if (rc == 0)
+        s->completes = 0;
 }
 
 void fe_op_irecv(fe *f, fz_in *in)
@@ -49,6 +77,16 @@ void fe_op_irecv(fe *f, fz_in *in)
         src = QUAY_ANY_SOURCE;
     else if (src == c->size + 1)
         src = QUAY_PROC_NULL;
+    if (cb & 0x04) { /* persistent: made, then started */
+        int rc = quay_recv_init(f->e, c->c, buf, cap, src, tag, &r);
+        fe_check_rc(f, "quay_recv_init", rc, fe_rc_post);
+        if (rc != 0)
+            return;
+        fe_req_track(f, s, r, FR_RECV, buf, cap);
+        s->persist = 1;
+        fe_start(f, s);
+        return;
+    }
     int rc = quay_irecv(f->e, c->c, buf, cap, src, tag, &r);
     fe_check_rc(f, "quay_irecv", rc, fe_rc_post);
     if (rc == 0)
@@ -130,8 +168,11 @@ void fe_op_req(fe *f, fz_in *in, int what)
         s->r = NULL; /* released now or at its completion: never touched again */
         break;
     default:
-        if (quay_req_test(s->r, &st) == 1)
+        if (quay_req_test(s->r, &st) == 1) {
             fe_check_status(s, &st);
+            if (s->persist)
+                fe_start(f, s); /* the next round */
+        }
         break;
     }
 }

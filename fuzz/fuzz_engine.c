@@ -196,6 +196,7 @@ void fe_req_track(fe *f, fe_req *s, quay_req *r, int kind, uint8_t *buf, size_t 
     s->buf = buf;
     s->cap = cap;
     s->completes = 0;
+    s->persist = 0;
     quay_req_set_user(r, (void *)(uintptr_t)s->serial);
 }
 

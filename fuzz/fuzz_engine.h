@@ -41,9 +41,15 @@
 enum fe_op {
     FE_ISEND = 0, /* dst tag size mode: dst % (n+1), n = PROC_NULL; tag % 8
                      (bit 7: tag 1000 + ...); mode bits 0-1 quay_send_mode,
-                     bits 2-3 communicator index */
+                     bits 2-3 communicator index, bit 4 (standard mode):
+                     quay_send_inline first, quay_isend if it answers
+                     QUAY_EBUSY; bit 5: persistent (quay_send_init, then
+                     quay_start; FE_TEST that finds it complete starts
+                     it again) */
     FE_IRECV,     /* src tag size comm: src % (n+2), n = ANY_SOURCE, n+1 =
-                     PROC_NULL; tag % 9, 8 = ANY_TAG */
+                     PROC_NULL; tag % 9, 8 = ANY_TAG; comm bits 0-1
+                     communicator index, bit 2 persistent (quay_recv_init,
+                     then quay_start, as FE_ISEND's bit 5) */
     FE_IPROBE,    /* src tag comm: bit 7 of comm: improbe (matched) */
     FE_IMRECV,    /* msg size: a message taken by improbe */
     FE_CANCEL,    /* req */

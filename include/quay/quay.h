@@ -553,6 +553,41 @@ QUAY_API int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                         int32_t src, int32_t tag, quay_req **preq);
 
 /**
+ * Persistent requests (MPI_Send_init, MPI_Recv_init, MPI_Start): a request
+ * made once with its arguments and started any number of times; each
+ * start is the quay_isend / quay_irecv of those arguments, without a
+ * request's allocation and release per message. The arguments are checked
+ * here as quay_isend / quay_irecv check them (QUAY_EINVAL, QUAY_ERANK,
+ * QUAY_ETAG; QUAY_EAGAIN: request pool exhausted); `buf` is read (send) or
+ * written (receive) while the request is active.
+ *
+ * A new persistent request is inactive: quay_req_test answers 1 with an
+ * empty status (source QUAY_ANY_SOURCE, tag QUAY_ANY_TAG, count 0).
+ * quay_start makes it active; once it completes it is inactive again,
+ * quay_req_test answering 1 with that round's status, and may be started
+ * again. quay_cancel affects only an active one. quay_req_free releases an
+ * inactive one at once, an active one when it completes. It holds its
+ * communicator (quay_comm_free: QUAY_EBUSY) until it is freed.
+ */
+QUAY_API int quay_send_init(quay_engine *e, quay_comm *c, const void *buf,
+                            size_t len, int32_t dst, int32_t tag,
+                            quay_send_mode mode, quay_req **preq);
+QUAY_API int quay_recv_init(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                            int32_t src, int32_t tag, quay_req **preq);
+
+/**
+ * Start an inactive persistent request. Returns 0; QUAY_EINVAL (not a
+ * persistent request of `e`, or freed), QUAY_ESTATE (active: a round is
+ * over only when the adapter is done with its packets too), QUAY_EAGAIN
+ * (nothing done: a matched message owes its sender an ACK and the control
+ * queue is full, or a buffered send finds no request for its carrier;
+ * retry after pulling actions), QUAY_ENOBUFS (buffered: no room in the
+ * attached buffer), or the engine's fatal code. A COMPLETE action of the
+ * last round not yet pulled is withdrawn.
+ */
+QUAY_API int quay_start(quay_engine *e, quay_req *r);
+
+/**
  * Non-blocking probe: *flag = 1 and *st filled if a message matching
  * (src, tag) is available to a receive posted now, else *flag = 0. `st`
  * may be NULL. st->count is the full message length.

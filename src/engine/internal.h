@@ -103,8 +103,10 @@ enum {
     RF_COLL = 1u << 26,        /* engine-owned step of a collective schedule:
                                   completion goes to e->coll_hook, then it is
                                   released (src/collectives/sched.c) */
+    RF_PERSIST = 1u << 27,     /* persistent (quay_send_init / recv_init):
+                                  DONE means inactive; quay_start renews it */
 };
-#define RF_ALL_FLAGS ((1u << 27) - 1u)
+#define RF_ALL_FLAGS ((1u << 28) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -605,28 +607,19 @@ static inline void req_set_state(quay_engine *e, quay_req *r, int to)
 }
 
 /* ---- requests (request.c) ---------------------------------------------- */
-/* A request from the pool (NULL when none is free). Inline: two per
- * message on the hot path. */
-static QUAY_ALWAYS_INLINE quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
+/* A new round of r (from the pool, or a persistent request started again):
+ * a new id, and what every request reads reset; protocol fields are set by
+ * the protocol that uses them (send_start, rndv_*, quay_cancel). r has no
+ * packet out (nout 0), is on no list and has a self-linked clink. Kind,
+ * communicator, user data, arguments and flags are the caller's. */
+static QUAY_ALWAYS_INLINE void req_renew(quay_engine *e, quay_req *r)
 {
-    quay_req *r = e->req_free;
-    if (r == NULL)
-        return NULL;
-    e->req_free = (quay_req *)r->link.next;
     uint32_t idx = r->id & REQ_IDX_MASK;
     uint32_t gen = (r->id >> REQ_IDX_BITS) + 1u;
     if ((gen & ((1u << (32 - REQ_IDX_BITS)) - 1u)) == 0)
         gen = 1; /* generation 0 is never handed out: ids are never 0 */
-    /* Only what every request reads is reset here; protocol fields are set
-     * by the protocol that uses them (send_start, rndv_*, quay_cancel).
-     * Released requests already have state FREE, no flags, nout 0 and a
-     * self-linked clink. */
     ql_init(&r->link);
-    r->id = (gen << REQ_IDX_BITS) | idx;
-    r->kind = (uint8_t)kind;
-    r->flags = 0;
-    r->comm = c;
-    r->ctx = c != NULL ? c->ctx : 0;
+    r->id = (gen << REQ_IDX_BITS) | idx; /* stale wire ids no longer match */
     r->peer = -1;
     r->lkey = 0;
     r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
@@ -638,11 +631,25 @@ static QUAY_ALWAYS_INLINE quay_req *req_alloc(quay_engine *e, int kind, quay_com
     r->status.error = 0;
     r->status.cancelled = 0;
     r->status.count = 0;
+    e->reqs_allocs++;
+}
+/* A request from the pool (NULL when none is free). Inline: two per
+ * message on the hot path. */
+static QUAY_ALWAYS_INLINE quay_req *req_alloc(quay_engine *e, int kind, quay_comm *c)
+{
+    quay_req *r = e->req_free;
+    if (r == NULL)
+        return NULL;
+    e->req_free = (quay_req *)r->link.next;
+    r->kind = (uint8_t)kind;
+    r->comm = c;
+    r->ctx = c != NULL ? c->ctx : 0;
     r->user = NULL;
+    req_renew(e, r);
+    r->flags = 0;
     if (c != NULL)
         c->nreqs++;
     e->reqs_used++;
-    e->reqs_allocs++;
     return r;
 }
 void req_release(quay_engine *e, quay_req *r);

@@ -99,6 +99,24 @@ static void send_start(quay_engine *e, quay_req *r, const void *buf, size_t len,
 static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                             int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags,
                             void *user, uint32_t step, quay_req **preq);
+static void send_post_go(quay_engine *e, quay_req *r, const void *buf, size_t len,
+                         int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags);
+static int bsend_carry(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                       int32_t dst, int32_t tag, uint32_t spare);
+static void bsend_done(quay_engine *e, quay_req *r, size_t len, int32_t dst, int32_t tag);
+
+/* isend_eager's work on request r (new, or a persistent one started). */
+static QUAY_ALWAYS_INLINE void send_eager_go(quay_engine *e, quay_req *r, const void *buf,
+                                             size_t len, int32_t dst, int32_t tag,
+                                             quay_send_mode mode, uint32_t rflags)
+{
+    int32_t peer = comm_world(r->comm, dst);
+    r->flags = rflags | RF_ON_TXQ | (mode != QUAY_SEND_STANDARD ? RF_NEED_ACK : 0);
+    send_req_message(r, buf, len, dst, peer, tag, mode);
+    r->seq = e->peers[peer].tx_seq++;
+    req_set_state(e, r, QUAY_RS_SEND_EAGER);
+    ql_push_tail(&e->txq, &r->link);
+}
 
 /* The small-message hot path [DESIGN §9]: an eager-size send (not
  * buffered) to a real rank of an engine without RTRs, arbitration or
@@ -113,14 +131,9 @@ static QUAY_ALWAYS_INLINE int isend_eager(quay_engine *e, quay_comm *c, const vo
     *preq = r;
     if (r == NULL)
         return QUAY_EAGAIN;
-    int32_t peer = comm_world(c, dst);
-    r->flags = rflags | RF_ON_TXQ | (mode != QUAY_SEND_STANDARD ? RF_NEED_ACK : 0);
     r->user = user;
-    send_req_message(r, buf, len, dst, peer, tag, mode);
     r->coll_step = step;
-    r->seq = e->peers[peer].tx_seq++;
-    req_set_state(e, r, QUAY_RS_SEND_EAGER);
-    ql_push_tail(&e->txq, &r->link);
+    send_eager_go(e, r, buf, len, dst, tag, mode, rflags);
     return 0;
 }
 
@@ -159,31 +172,47 @@ static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void 
         return proc_null_req(e, c, RK_SEND, tag, preq);
 
     if (mode == QUAY_SEND_BUFFERED) {
-        /* The user's request completes now; an internal request carries a
-         * copy from the attached buffer and releases it when done. */
-        if (e->reqs_used + 2 > e->nreqs)
-            return QUAY_EAGAIN;
-        void *copy = bsend_alloc(e, len);
-        if (copy == NULL)
-            return QUAY_ENOBUFS;
-        if (len != 0)
-            memcpy(copy, buf, len);
-        quay_req *carrier = req_alloc(e, RK_SEND, c);
-        carrier->flags |= RF_INTERNAL;
-        carrier->bsend_block = copy;
-        send_start(e, carrier, copy, len, dst, comm_world(c, dst), tag, QUAY_SEND_STANDARD);
+        rc = bsend_carry(e, c, buf, len, dst, tag, 1);
+        if (rc != 0)
+            return rc;
         quay_req *r = req_alloc(e, RK_SEND, c);
-        r->mode = QUAY_SEND_BUFFERED;
-        r->peer = comm_world(c, dst);
-        r->status.source = dst;
-        r->status.tag = tag;
-        r->status.count = len;
-        req_complete(e, r);
+        bsend_done(e, r, len, dst, tag);
         *preq = r;
         return 0;
     }
 
     return send_post(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
+}
+
+/* A buffered send's message: an internal request carries a copy from the
+ * attached buffer and releases it when done. `spare` more requests must
+ * be free beside it (the user's own). */
+static int bsend_carry(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                       int32_t dst, int32_t tag, uint32_t spare)
+{
+    if (e->reqs_used + 1 + spare > e->nreqs)
+        return QUAY_EAGAIN;
+    void *copy = bsend_alloc(e, len);
+    if (copy == NULL)
+        return QUAY_ENOBUFS;
+    if (len != 0)
+        memcpy(copy, buf, len);
+    quay_req *carrier = req_alloc(e, RK_SEND, c);
+    carrier->flags |= RF_INTERNAL;
+    carrier->bsend_block = copy;
+    send_start(e, carrier, copy, len, dst, comm_world(c, dst), tag, QUAY_SEND_STANDARD);
+    return 0;
+}
+
+/* The user's request of a buffered send completes at once. */
+static void bsend_done(quay_engine *e, quay_req *r, size_t len, int32_t dst, int32_t tag)
+{
+    r->mode = QUAY_SEND_BUFFERED;
+    r->peer = comm_world(r->comm, dst);
+    r->status.source = dst;
+    r->status.tag = tag;
+    r->status.count = len;
+    req_complete(e, r);
 }
 
 int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
@@ -204,11 +233,19 @@ static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_
     quay_req *r = req_alloc(e, RK_SEND, c);
     if (r == NULL)
         return QUAY_EAGAIN;
-    r->flags = rflags;
     r->user = user;
     r->coll_step = step;
     *preq = r;
-    int32_t peer = comm_world(c, dst);
+    send_post_go(e, r, buf, len, dst, tag, mode, rflags);
+    return 0;
+}
+
+/* send_post's work on request r (new, or a persistent one started). */
+static void send_post_go(quay_engine *e, quay_req *r, const void *buf, size_t len,
+                         int32_t dst, int32_t tag, quay_send_mode mode, uint32_t rflags)
+{
+    r->flags = rflags;
+    int32_t peer = comm_world(r->comm, dst);
     if (peer_failed(e, peer)) {
         /* The peer was declared failed: nothing will reach it. */
         r->peer = peer;
@@ -216,10 +253,9 @@ static inline int send_post(quay_engine *e, quay_comm *c, const void *buf, size_
         r->status.tag = tag;
         r->status.error = QUAY_EPEER;
         req_complete(e, r);
-        return 0;
+        return;
     }
     send_start(e, r, buf, len, dst, peer, tag, mode);
-    return 0;
 }
 
 static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
@@ -270,6 +306,7 @@ void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
 static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                             int32_t tag, uint32_t rflags, void *user, uint32_t step,
                             quay_req **preq);
+static void recv_post_go(quay_engine *e, quay_comm *c, quay_req *r, umsg *m);
 
 /* A receive request for (buf, cap) from pattern (src, tag), or NULL when
  * the pool is empty. */
@@ -290,6 +327,16 @@ static QUAY_ALWAYS_INLINE quay_req *recv_req_new(quay_engine *e, quay_comm *c, v
     return r;
 }
 
+/* irecv_posted's work on request r (new, or a persistent one started). */
+static QUAY_ALWAYS_INLINE void recv_posted_go(quay_engine *e, quay_comm *c, quay_req *r)
+{
+    req_set_state(e, r, QUAY_RS_RECV_POSTED);
+    if (e->m.oracle == NULL)
+        match_post_one_source(e, c, r);
+    else
+        match_add_posted(e, r);
+}
+
 /* The small-message hot path [DESIGN §9]: a receive from one rank of a
  * communicator with no unexpected message, on an engine without RTRs,
  * arbitration or failed peers: posted, as recv_post would. */
@@ -302,11 +349,7 @@ static QUAY_ALWAYS_INLINE int irecv_posted(quay_engine *e, quay_comm *c, void *b
     *preq = r;
     if (r == NULL)
         return QUAY_EAGAIN;
-    req_set_state(e, r, QUAY_RS_RECV_POSTED);
-    if (e->m.oracle == NULL)
-        match_post_one_source(e, c, r);
-    else
-        match_add_posted(e, r);
+    recv_posted_go(e, c, r);
     return e->fatal;
 }
 
@@ -369,6 +412,16 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
     if (r == NULL)
         return QUAY_EAGAIN;
     *preq = r;
+    recv_post_go(e, c, r, m);
+    return e->fatal;
+}
+
+/* recv_post's work on request r (new, or a persistent one started): deliver
+ * m (its oldest unexpected match, already checked for an ACK's room), or
+ * post it. */
+static void recv_post_go(quay_engine *e, quay_comm *c, quay_req *r, umsg *m)
+{
+    int32_t src = r->rank, tag = r->tag;
     if (m != NULL) {
         match_remove_unexp(e, m);
         if (e->trace_fn)
@@ -390,7 +443,6 @@ static inline int recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap,
             req_set_state(e, r, QUAY_RS_RECV_POSTED);
         match_add_posted(e, r);
     }
-    return e->fatal;
 }
 
 static void probe_status(const umsg *m, quay_status *st)
@@ -574,4 +626,140 @@ void req_progress(quay_engine *e, quay_req *r)
         return;
     }
     req_complete(e, r);
+}
+
+/* ---- persistent requests ------------------------------------------------------------ */
+
+/* A new persistent request of kind `kind`: inactive (DONE) with MPI's
+ * empty status, its arguments kept for every start. */
+static quay_req *persist_new(quay_engine *e, quay_comm *c, int kind)
+{
+    quay_req *r = req_alloc(e, kind, c);
+    if (r == NULL)
+        return NULL;
+    r->flags = RF_PERSIST;
+    r->status.source = QUAY_ANY_SOURCE;
+    r->status.tag = QUAY_ANY_TAG;
+    req_set_state(e, r, QUAY_RS_DONE);
+    return r;
+}
+
+int quay_send_init(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                   int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
+{
+    int rc = send_args(e, c, buf, len, dst, tag, mode, preq);
+    if (rc != 0)
+        return rc;
+    quay_req *r = persist_new(e, c, RK_SEND);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->mode = (uint8_t)mode;
+    r->rank = dst;
+    r->tag = tag;
+    r->u.sbuf = buf;
+    r->len = len;
+    *preq = r;
+    return 0;
+}
+
+int quay_recv_init(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                   int32_t tag, quay_req **preq)
+{
+    if (e == NULL || preq == NULL)
+        return QUAY_EINVAL;
+    *preq = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
+        return QUAY_EINVAL;
+    int rc = recv_pattern_ok(c, src, tag);
+    if (rc != 0)
+        return rc;
+    quay_req *r = persist_new(e, c, RK_RECV);
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->rank = src;
+    r->tag = tag;
+    r->u.rbuf = buf;
+    r->len = cap;
+    *preq = r;
+    return 0;
+}
+
+/* Past every check of a start: a new round of persistent request r. A
+ * COMPLETE action of the last round not yet pulled is withdrawn. */
+static QUAY_ALWAYS_INLINE void persist_round(quay_engine *e, quay_req *r)
+{
+    if (r->flags & RF_ON_CQ)
+        ql_remove(&r->clink);
+    req_renew(e, r);
+    r->flags = RF_PERSIST;
+}
+
+static int start_send(quay_engine *e, quay_req *r)
+{
+    const uint8_t *buf = r->u.sbuf;
+    size_t len = r->len;
+    int32_t dst = r->rank, tag = r->tag;
+    quay_send_mode mode = (quay_send_mode)r->mode;
+    if (dst == QUAY_PROC_NULL) {
+        persist_round(e, r);
+        r->status.source = QUAY_PROC_NULL;
+        r->status.tag = tag;
+        req_complete(e, r);
+        return 0;
+    }
+    if (mode == QUAY_SEND_BUFFERED) {
+        int rc = bsend_carry(e, r->comm, buf, len, dst, tag, 0);
+        if (rc != 0)
+            return rc;
+        persist_round(e, r);
+        bsend_done(e, r, len, dst, tag);
+        return 0;
+    }
+    persist_round(e, r);
+    if (send_short_ok(e, len, dst, mode))
+        send_eager_go(e, r, buf, len, dst, tag, mode, RF_PERSIST);
+    else
+        send_post_go(e, r, buf, len, dst, tag, mode, RF_PERSIST);
+    return e->fatal;
+}
+
+static int start_recv(quay_engine *e, quay_req *r)
+{
+    quay_comm *c = r->comm;
+    int32_t src = r->rank, tag = r->tag;
+    if (src == QUAY_PROC_NULL) {
+        persist_round(e, r);
+        r->status.source = QUAY_PROC_NULL;
+        r->status.tag = QUAY_ANY_TAG;
+        req_complete(e, r);
+        return 0;
+    }
+    if (recv_short_ok(e, c, src)) {
+        persist_round(e, r);
+        recv_posted_go(e, c, r);
+        return e->fatal;
+    }
+    umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
+    if (m != NULL && msg_needs_ack(m) && !ctrl_space(e))
+        return QUAY_EAGAIN;
+    persist_round(e, r);
+    recv_post_go(e, c, r, m);
+    return e->fatal;
+}
+
+int quay_start(quay_engine *e, quay_req *r)
+{
+    if (e == NULL || !req_valid_ptr(e, r) || (r->flags & (RF_PERSIST | RF_USER_FREED)) !=
+                                                 RF_PERSIST)
+        return QUAY_EINVAL;
+    if (e->fatal)
+        return e->fatal;
+    if (r->state != QUAY_RS_DONE)
+        return QUAY_ESTATE; /* active */
+    if (r->nout != 0)
+        return QUAY_EAGAIN; /* (defensive: a round completes only when its
+                               packets are done) */
+    return r->kind == RK_SEND ? start_send(e, r) : start_recv(e, r);
 }
