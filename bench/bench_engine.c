@@ -39,13 +39,25 @@
 
 /* ---- the zero-latency wire ---------------------------------------------- */
 
+/* The per-message helpers are inlined into the measured loops, so that
+ * choosing the way to send costs the harness a branch, not a call. */
+#if defined(__GNUC__) || defined(__clang__)
+#define BENCH_INLINE inline __attribute__((always_inline))
+#else
+#define BENCH_INLINE inline
+#endif
+
+enum { SEND_ISEND, SEND_INLINE, SEND_PERSIST };
+enum { RECV_IRECV, RECV_PERSIST };
+
 typedef struct bench {
     quay_engine *e[2];
     quay_comm *c[2];
     uint8_t *pkt;       /* the one packet buffer */
     size_t pkt_cap;
     int no_copy;        /* skip the wire's payload copy */
-    int inline_send;    /* --send inline: quay_send_inline where it takes */
+    int send_how;       /* SEND_*: --send */
+    int recv_how;       /* RECV_*: --recv */
     int dirty[2];       /* engine may have actions to pull */
     uint64_t completes; /* COMPLETE actions seen */
 } bench;
@@ -134,27 +146,63 @@ static void bench_close(bench *b)
     free(b->pkt);
 }
 
-/* A send from rank `from` to the other rank: by quay_send_inline when
- * asked and it takes it (*s = NULL: nothing to test or free), else
- * quay_isend. */
-static int post_send(bench *b, int from, const void *buf, size_t n, quay_req **s)
+/* ---- the measured loops -------------------------------------------------- */
+
+/* Buffers for one (mode, size): send buffers per rank, receive buffers,
+ * and the persistent requests made for them (--send/--recv persistent). */
+typedef struct bufs {
+    size_t size;
+    uint32_t window;
+    uint8_t *sbuf[2];
+    uint8_t *rbuf[2];   /* rank 1: window buffers of `size`; rank 0: one */
+    quay_req **rreq;    /* window receive requests */
+    quay_req **sreq;    /* window send requests */
+    quay_req **psend[2];/* per rank, per window slot: made at first use */
+    quay_req **precv[2];
+} bufs;
+
+/* A send of slot k from rank `from` to the other rank, the way --send
+ * says: quay_isend; quay_send_inline where it takes it (*s = NULL:
+ * nothing to test or free), else quay_isend; or the slot's persistent
+ * request started. */
+static BENCH_INLINE int post_send(bench *b, bufs *bf, int from, uint32_t k, const void *buf,
+                                  size_t n, quay_req **s)
 {
     *s = NULL;
-    if (b->inline_send) {
+    if (b->send_how == SEND_INLINE) {
         int rc = quay_send_inline(b->e[from], b->c[from], buf, n, 1 - from, 0);
         if (rc != QUAY_EBUSY)
             return rc;
+    } else if (b->send_how == SEND_PERSIST) {
+        quay_req **p = &bf->psend[from][k];
+        if (*p == NULL) {
+            int rc = quay_send_init(b->e[from], b->c[from], buf, n, 1 - from, 0,
+                                    QUAY_SEND_STANDARD, p);
+            if (rc != 0)
+                return rc;
+        }
+        *s = *p;
+        return quay_start(b->e[from], *p);
     }
     return quay_isend(b->e[from], b->c[from], buf, n, 1 - from, 0, QUAY_SEND_STANDARD, s);
 }
 
-static void send_done(bench *b, int from, quay_req *s)
+/* A receive of slot k at rank `at` from the other rank, the way --recv
+ * says: quay_irecv, or the slot's persistent request started. */
+static BENCH_INLINE int post_recv(bench *b, bufs *bf, int at, uint32_t k, void *buf, size_t n,
+                                  quay_req **r)
 {
-    if (s == NULL)
-        return; /* an inline send: over when posted */
-    if (!quay_req_test(s, NULL))
-        bench_die("a send did not complete after the pump (engine stuck)");
-    quay_req_free(b->e[from], s);
+    if (b->recv_how == RECV_PERSIST) {
+        quay_req **p = &bf->precv[at][k];
+        if (*p == NULL) {
+            int rc = quay_recv_init(b->e[at], b->c[at], buf, n, 1 - at, 0, p);
+            if (rc != 0)
+                return rc;
+        }
+        *r = *p;
+        return quay_start(b->e[at], *p);
+    }
+    return quay_irecv(b->e[at], b->c[at], buf, n, 1 - at, 0, r);
 }
 
 static void done_or_die(const quay_req *r)
@@ -163,17 +211,23 @@ static void done_or_die(const quay_req *r)
         bench_die("a request did not complete after the pump (engine stuck)");
 }
 
-/* ---- the measured loops -------------------------------------------------- */
+/* A send / receive is over: freed unless persistent (kept for the next
+ * round) or inline (nothing to free). */
+static BENCH_INLINE void send_done(bench *b, int from, quay_req *s)
+{
+    if (s == NULL)
+        return;
+    done_or_die(s);
+    if (b->send_how != SEND_PERSIST)
+        quay_req_free(b->e[from], s);
+}
 
-/* Buffers for one (mode, size): send buffers per rank, receive buffers. */
-typedef struct bufs {
-    size_t size;
-    uint32_t window;
-    uint8_t *sbuf[2];
-    uint8_t *rbuf[2]; /* rank 1: window buffers of `size`; rank 0: one */
-    quay_req **rreq;  /* window receive requests */
-    quay_req **sreq;  /* window send requests */
-} bufs;
+static BENCH_INLINE void recv_done(bench *b, int at, quay_req *r)
+{
+    done_or_die(r);
+    if (b->recv_how != RECV_PERSIST)
+        quay_req_free(b->e[at], r);
+}
 
 static void *xmalloc(size_t n)
 {
@@ -190,6 +244,10 @@ static void bufs_open(bufs *bf, size_t size, uint32_t window)
     for (int r = 0; r < 2; r++) {
         bf->sbuf[r] = xmalloc(size);
         memset(bf->sbuf[r], 0x5a, size);
+        bf->psend[r] = xmalloc(window * sizeof *bf->psend[r]);
+        bf->precv[r] = xmalloc(window * sizeof *bf->precv[r]);
+        memset(bf->psend[r], 0, window * sizeof *bf->psend[r]);
+        memset(bf->precv[r], 0, window * sizeof *bf->precv[r]);
     }
     bf->rbuf[0] = xmalloc(size);
     bf->rbuf[1] = xmalloc(size * window);
@@ -199,9 +257,17 @@ static void bufs_open(bufs *bf, size_t size, uint32_t window)
     bf->sreq = xmalloc(window * sizeof *bf->sreq);
 }
 
-static void bufs_close(bufs *bf)
+static void bufs_close(bench *b, bufs *bf)
 {
     for (int r = 0; r < 2; r++) {
+        for (uint32_t k = 0; k < bf->window; k++) {
+            if (bf->psend[r][k] != NULL)
+                quay_req_free(b->e[r], bf->psend[r][k]);
+            if (bf->precv[r][k] != NULL)
+                quay_req_free(b->e[r], bf->precv[r][k]);
+        }
+        free(bf->psend[r]);
+        free(bf->precv[r]);
         free(bf->sbuf[r]);
         free(bf->rbuf[r]);
     }
@@ -214,20 +280,19 @@ static void pingpong_round(bench *b, bufs *bf)
 {
     quay_req *ping_r, *pong_r, *ping_s, *pong_s;
     size_t n = bf->size;
-    if (quay_irecv(b->e[1], b->c[1], bf->rbuf[1], n, 0, 0, &ping_r) != 0 ||
-        quay_irecv(b->e[0], b->c[0], bf->rbuf[0], n, 1, 0, &pong_r) != 0 ||
-        post_send(b, 0, bf->sbuf[0], n, &ping_s) != 0)
+    if (post_recv(b, bf, 1, 0, bf->rbuf[1], n, &ping_r) != 0 ||
+        post_recv(b, bf, 0, 0, bf->rbuf[0], n, &pong_r) != 0 ||
+        post_send(b, bf, 0, 0, bf->sbuf[0], n, &ping_s) != 0)
         bench_die("ping: post failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
     done_or_die(ping_r);
-    if (post_send(b, 1, bf->sbuf[1], n, &pong_s) != 0)
+    if (post_send(b, bf, 1, 0, bf->sbuf[1], n, &pong_s) != 0)
         bench_die("pong: post failed");
     b->dirty[1] = 1;
     pump(b);
-    done_or_die(pong_r);
-    quay_req_free(b->e[1], ping_r);
-    quay_req_free(b->e[0], pong_r);
+    recv_done(b, 0, pong_r);
+    recv_done(b, 1, ping_r);
     send_done(b, 0, ping_s);
     send_done(b, 1, pong_s);
 }
@@ -238,35 +303,35 @@ static void stream_round(bench *b, bufs *bf)
     size_t n = bf->size;
     uint32_t w = bf->window;
     for (uint32_t k = 0; k < w; k++)
-        if (quay_irecv(b->e[1], b->c[1], bf->rbuf[1] + (size_t)k * n, n, 0, 0,
-                       &bf->rreq[k]) != 0)
-            bench_die("stream: irecv failed");
+        if (post_recv(b, bf, 1, k, bf->rbuf[1] + (size_t)k * n, n, &bf->rreq[k]) != 0)
+            bench_die("stream: receive failed");
     for (uint32_t k = 0; k < w; k++)
-        if (post_send(b, 0, bf->sbuf[0], n, &bf->sreq[k]) != 0)
+        if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
             bench_die("stream: send failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
     for (uint32_t k = 0; k < w; k++) {
-        done_or_die(bf->rreq[k]);
-        quay_req_free(b->e[1], bf->rreq[k]);
+        recv_done(b, 1, bf->rreq[k]);
         send_done(b, 0, bf->sreq[k]);
     }
 }
 
-/* One eager message 0 -> 1 sent with quay_send_inline (no send request). */
-static void one_message_inline(bench *b, bufs *bf)
+/* One eager message 0 -> 1, sent and received the ways --send / --recv
+ * say (the callgrind unit for those). */
+static void one_message_as(bench *b, bufs *bf)
 {
-    quay_req *r;
-    if (quay_irecv(b->e[1], b->c[1], bf->rbuf[1], bf->size, 0, 0, &r) != 0 ||
-        quay_send_inline(b->e[0], b->c[0], bf->sbuf[0], bf->size, 1, 0) != 0)
-        bench_die("post failed (inline)");
+    quay_req *r, *s;
+    if (post_recv(b, bf, 1, 0, bf->rbuf[1], bf->size, &r) != 0 ||
+        post_send(b, bf, 0, 0, bf->sbuf[0], bf->size, &s) != 0)
+        bench_die("post failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
-    done_or_die(r);
-    quay_req_free(b->e[1], r);
+    recv_done(b, 1, r);
+    send_done(b, 0, s);
 }
 
-/* One eager message 0 -> 1 (the callgrind unit). */
+/* One eager message 0 -> 1 by quay_isend / quay_irecv (the callgrind
+ * unit: the calls spelled out, as measured since the first session). */
 static void one_message(bench *b, bufs *bf)
 {
     quay_req *r, *s;
@@ -336,8 +401,21 @@ typedef struct opts {
     int complete_actions;
     int callgrind;
     int no_copy;
-    int inline_send;
+    int send_how;
+    int recv_how;
 } opts;
+
+static const char *send_name(int how)
+{
+    return how == SEND_INLINE    ? "quay_send_inline"
+           : how == SEND_PERSIST ? "persistent requests"
+                                 : "quay_isend";
+}
+
+static const char *recv_name(int how)
+{
+    return how == RECV_PERSIST ? "persistent requests" : "quay_irecv";
+}
 
 static const size_t default_sizes[] = {0, 8, 64, 1024, 8192, 65536, 1048576};
 
@@ -346,9 +424,9 @@ static void usage(void)
     fputs(
         "usage: bench_engine [--mode pingpong|stream|all] [--size S]... [--iters N]\n"
         "                    [--reps R] [--window W] [--csv] [--complete-actions]\n"
-        "                    [--send isend|inline]\n"
+        "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
         "       bench_engine --callgrind [--iters N] [--size S] [--no-copy]\n"
-        "                    [--send isend|inline]\n"
+        "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
         "  --size S       message size (repeatable; K/M suffixes); default\n"
         "                 0 8 64 1K 8K 64K 1M\n"
         "  --iters N      messages per measurement (default: by size); with\n"
@@ -356,7 +434,10 @@ static void usage(void)
         "  --reps R       measurements per row; min and median reported (5)\n"
         "  --window W     stream: messages in flight per round (64)\n"
         "  --send inline  sends by quay_send_inline (no send request) where it\n"
-        "                 takes them (<= QUAY_INLINE_MAX bytes), else quay_isend\n",
+        "                 takes them (<= QUAY_INLINE_MAX bytes), else quay_isend\n"
+        "  --send persistent, --recv persistent\n"
+        "                 persistent requests (quay_send_init / quay_recv_init),\n"
+        "                 made once per buffer and started by quay_start\n",
         stderr);
     exit(2);
 }
@@ -408,8 +489,16 @@ static void parse(int argc, char **argv, opts *o)
         } else if (strcmp(a, "--send") == 0 && v) {
             i++;
             if (strcmp(v, "inline") == 0)
-                o->inline_send = 1;
+                o->send_how = SEND_INLINE;
+            else if (strcmp(v, "persistent") == 0)
+                o->send_how = SEND_PERSIST;
             else if (strcmp(v, "isend") != 0)
+                usage();
+        } else if (strcmp(a, "--recv") == 0 && v) {
+            i++;
+            if (strcmp(v, "persistent") == 0)
+                o->recv_how = RECV_PERSIST;
+            else if (strcmp(v, "irecv") != 0)
                 usage();
         } else {
             usage();
@@ -435,11 +524,13 @@ static int run_callgrind(const opts *o)
     bench b;
     bufs bf;
     bench_open(&b, o->complete_actions, o->no_copy);
-    b.inline_send = o->inline_send;
+    b.send_how = o->send_how;
+    b.recv_how = o->recv_how;
     bufs_open(&bf, size, 1);
     verify(&b, &bf, MODE_STREAM);
-    void (*unit)(bench *, bufs *) = o->inline_send ? one_message_inline : one_message;
-    if (o->inline_send && size > QUAY_INLINE_MAX)
+    void (*unit)(bench *, bufs *) =
+        o->send_how == SEND_ISEND && o->recv_how == RECV_IRECV ? one_message : one_message_as;
+    if (o->send_how == SEND_INLINE && size > QUAY_INLINE_MAX)
         bench_die("--send inline takes at most %d bytes", QUAY_INLINE_MAX);
     for (int i = 0; i < 1000; i++) /* warm-up: pools, branch history */
         unit(&b, &bf);
@@ -450,11 +541,11 @@ static int run_callgrind(const opts *o)
     bench_cg_toggle();
     bench_cg_stop();
     printf("callgrind: %llu messages of %zu bytes bracketed (callgrind.h %s, "
-           "wire payload copy %s, sends by %s)\n",
+           "wire payload copy %s, sends by %s, receives by %s)\n",
            (unsigned long long)n, size, BENCH_HAVE_CALLGRIND ? "yes" : "no",
-           o->no_copy ? "off" : "on", o->inline_send ? "quay_send_inline" : "quay_isend");
+           o->no_copy ? "off" : "on", send_name(o->send_how), recv_name(o->recv_how));
     printf("callgrind_msgs=%llu\n", (unsigned long long)n);
-    bufs_close(&bf);
+    bufs_close(&b, &bf);
     bench_close(&b);
     return 0;
 }
@@ -478,12 +569,14 @@ int main(int argc, char **argv)
     } else {
         printf("# bench_engine: 2 engines, zero-latency in-memory wire (header+payload\n"
                "# copied once per SEND), completion by %s; eager_max %zu, frag %zu;\n"
-               "# sends by %s.\n"
+               "# sends by %s, receives by %s.\n"
                "# ns/msg: best (min) and median of %u runs; pingpong ns/msg = RTT/2.\n",
                o.complete_actions ? "COMPLETE actions + quay_req_test" : "quay_req_test",
                dflt.eager_max, dflt.frag_size,
-               o.inline_send ? "quay_send_inline up to QUAY_INLINE_MAX bytes (proto inline)"
-                             : "quay_isend",
+               o.send_how == SEND_INLINE
+                   ? "quay_send_inline up to QUAY_INLINE_MAX bytes (proto inline)"
+                   : send_name(o.send_how),
+               recv_name(o.recv_how),
                o.reps);
         printf("%-9s %9s %-6s %6s %9s %12s %12s %13s %11s\n", "mode", "size", "proto",
                "window", "msgs", "ns/msg min", "ns/msg med", "msgs/s", "MB/s");
@@ -502,7 +595,8 @@ int main(int argc, char **argv)
             bench b;
             bufs bf;
             bench_open(&b, o.complete_actions, o.no_copy);
-            b.inline_send = o.inline_send;
+            b.send_how = o.send_how;
+            b.recv_how = o.recv_how;
             bufs_open(&bf, size, window);
             verify(&b, &bf, mode);
             run_rounds(&b, &bf, mode, rounds / 10 + 1); /* warm-up */
@@ -517,7 +611,7 @@ int main(int argc, char **argv)
             double best = bench_min(ns, o.reps);
             double mps = 1e9 / best;
             double mbs = mps * (double)size / 1e6;
-            const char *proto = o.inline_send && size <= QUAY_INLINE_MAX ? "inline"
+            const char *proto = o.send_how == SEND_INLINE && size <= QUAY_INLINE_MAX ? "inline"
                                 : size <= dflt.eager_max                 ? "eager"
                                                                          : "rndv";
             const char *mname = mode == MODE_PINGPONG ? "pingpong" : "stream";
@@ -531,7 +625,7 @@ int main(int argc, char **argv)
                        bench_size_label(size, lbl, sizeof lbl), proto, window,
                        (unsigned long long)msgs, best, med, mps, mbs);
             fflush(stdout);
-            bufs_close(&bf);
+            bufs_close(&b, &bf);
             bench_close(&b);
         }
     }
