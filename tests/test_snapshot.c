@@ -242,6 +242,56 @@ static void t_roundtrip(void)
     tn_fini(&T);
 }
 
+/* Persistent requests, inactive and active, survive a context switch and
+ * go on with their rounds (their arguments travel in the blob). */
+static void t_persistent(void)
+{
+    setup(2, 1);
+    quay_engine *a = T.e[0], *b = T.e[1];
+    char r1[16] = "", r2[16] = "";
+    char msg[16] = "round one";
+    quay_req *ps, *pr1, *pr2, *o;
+    is_int(quay_send_init(a, T.world[0], msg, 10, 1, 4, QUAY_SEND_STANDARD, &ps), 0);
+    is_int(quay_recv_init(b, T.world[1], r1, sizeof r1, 0, 4, &pr1), 0);
+    is_int(quay_recv_init(b, T.world[1], r2, sizeof r2, QUAY_ANY_SOURCE, 5, &pr2), 0);
+    is_int(quay_start(b, pr2), 0); /* active, posted */
+    is_int(quay_channel_quiesce(a), 0);
+    is_int(quay_channel_quiesce(b), 0);
+    settle();
+    size_t la = 0, lb = 0;
+    unsigned char *ba = save(a, &la), *bb = save(b, &lb);
+    ok(ba != NULL && bb != NULL);
+    is_int(quay_channel_reset(a, 0x55), 0);
+    is_int(quay_channel_reset(b, 0x55), 0);
+    is_int(quay_engine_restore(a, ba, la), 0);
+    is_int(quay_engine_restore(b, bb, lb), 0);
+    is_int(quay_channel_resume(a), 0);
+    is_int(quay_channel_resume(b), 0);
+    ok(quay_req_test(ps, NULL) && quay_req_test(pr1, NULL)); /* still inactive */
+    ok(!quay_req_test(pr2, NULL));                           /* still active */
+    is_int(quay_start(b, pr2), QUAY_ESTATE);
+    for (int k = 0; k < 3; k++) {
+        msg[6] = (char)('a' + k);
+        is_int(quay_start(b, pr1), 0);
+        is_int(quay_start(a, ps), 0);
+        settle();
+        ok(tn_good(ps, 10) && tn_good(pr1, 10) && strcmp(r1, msg) == 0);
+    }
+    is_int(quay_isend(a, T.world[0], "to pr2", 7, 1, 5, QUAY_SEND_STANDARD, &o), 0);
+    settle();
+    ok(tn_good(pr2, 7) && strcmp(r2, "to pr2") == 0);
+    quay_req_free(a, o);
+    quay_req_free(a, ps);
+    quay_req_free(b, pr1);
+    quay_req_free(b, pr2);
+    quay_stats st;
+    quay_engine_stats(b, &st);
+    is_int(st.reqs_in_use, 0);
+    free(ba);
+    free(bb);
+    tn_fini(&T);
+}
+
 /* A blob with state in it, saved from rank 1 (which stays quiesced). */
 static unsigned char *busy_blob(size_t *len)
 {
@@ -461,6 +511,7 @@ int main(void)
     subtest("damaged, forged, truncated and foreign blobs rejected, nothing changed",
             t_reject);
     subtest("arbitration state: forged counts refused, nothing changed", t_reject_arb);
+    subtest("persistent requests across a context switch", t_persistent);
     subtest("two channels: separate traffic, separate quiesce", t_channels);
     return harness_done_testing();
 }

@@ -600,6 +600,10 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
         (r->flags & ~RF_ALL_FLAGS) || r->peer < -1 || r->peer >= e->nranks ||
         r->stamp > s->saved_stamp)
         return 0;
+    /* Persistent: the user's point-to-point requests only. */
+    if ((r->flags & RF_PERSIST) &&
+        ((r->kind != RK_SEND && r->kind != RK_RECV) || (r->flags & RF_INTERNAL)))
+        return 0;
     if (ci != SNAP_NONE) {
         if (ci >= e->ncomms_max || !s->comm_live[ci] || s->comm_ctx[ci] != r->ctx)
             return 0;
