@@ -749,7 +749,7 @@ static int start_recv(quay_engine *e, quay_req *r)
     return e->fatal;
 }
 
-int quay_start(quay_engine *e, quay_req *r)
+static QUAY_NOINLINE int start_general(quay_engine *e, quay_req *r)
 {
     if (e == NULL || !req_valid_ptr(e, r) || (r->flags & (RF_PERSIST | RF_USER_FREED)) !=
                                                  RF_PERSIST)
@@ -762,4 +762,21 @@ int quay_start(quay_engine *e, quay_req *r)
         return QUAY_EAGAIN; /* (defensive: a round completes only when its
                                packets are done) */
     return r->kind == RK_SEND ? start_send(e, r) : start_recv(e, r);
+}
+
+int quay_start(quay_engine *e, quay_req *r)
+{
+    /* The small-message hot path [DESIGN §9]: an inactive persistent
+     * receive that irecv_posted would post (every check of start_general,
+     * passed, and recv_short_ok's). */
+    if (e != NULL && req_valid_ptr(e, r) && r->kind == RK_RECV &&
+        (r->flags & (RF_PERSIST | RF_USER_FREED | RF_ON_CQ)) == RF_PERSIST &&
+        r->state == QUAY_RS_DONE && e->fatal == 0 && r->nout == 0 &&
+        recv_short_ok(e, r->comm, r->rank)) {
+        req_renew(e, r);
+        r->flags = RF_PERSIST;
+        recv_posted_go(e, r->comm, r);
+        return e->fatal;
+    }
+    return start_general(e, r);
 }
