@@ -200,6 +200,11 @@ typedef struct scn_outcomes {
     uint32_t coll_msgs;          /**< messages matched on collective twins */
     uint64_t switches_refused;   /**< context saves refused (QUAY_EBUSY)
                                       while a collective schedule ran */
+    /* quay_send_inline (seeds with bit 1 set) */
+    uint32_t sends;              /**< sends posted, inline or not */
+    uint32_t inline_sends;       /**< sends quay_send_inline took */
+    uint32_t inline_busy;        /**< inline tries answered QUAY_EBUSY
+                                      (then posted with quay_isend) */
 } scn_outcomes;
 
 void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);

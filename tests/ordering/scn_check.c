@@ -559,6 +559,9 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     o->any_una = run->any_una;
     o->coll_msgs = (uint32_t)run->ncmatches;
     o->switches_refused = run->switches_refused;
+    o->sends = run->sends;
+    o->inline_sends = run->inline_sends;
+    o->inline_busy = run->inline_busy;
     for (i = 0; i < run->nmatches; i++) {
         if (s->slots[run->matches[i].slot].kind == SLOT_MRECV)
             continue;

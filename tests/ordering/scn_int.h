@@ -103,6 +103,8 @@ typedef struct scn_slot {
                      PROBE: receive slot that must get the probed message
                      (-1 none) */
     int waited;   /* some op waits for it explicitly */
+    int cancelled;/* some `cancel` op names it (a send is then never sent
+                     inline: there would be no request to cancel) */
     int has_expect;
     int expect_any;
     int32_t expect_err;
@@ -228,6 +230,8 @@ typedef struct slot_dyn {
     uint8_t released;    /* quay_req_free called after completion */
     uint8_t have_status;
     uint8_t cancel_called;
+    uint8_t inline_sent; /* SEND: quay_send_inline took it: no request, the
+                            send was over when the call returned */
     uint8_t probe_flag;  /* PROBE: found */
     uint32_t completes;  /* COMPLETE actions seen */
     uint64_t post_t;
@@ -315,6 +319,8 @@ typedef struct rank_rt {
     int quiesced;          /* context switch in progress (flow control) */
     int32_t seq_hi[SCN_MAX_RANKS]; /* highest channel seq sent to each peer
                                       (-1: none), frozen while quiesced */
+    int *inl;              /* inline sends in call order (SEND slots) ... */
+    int inl_head, inl_tail;/* ... [inl_head, inl_tail): packet not out yet */
     uint32_t *idmap_key;   /* open addressing: req id -> slot + 1 */
     int *idmap_val;
     uint32_t idmap_cap;    /* power of two */
@@ -396,6 +402,9 @@ struct scn_runner {
     uint64_t switches_refused;/* saves refused: a collective schedule ran */
     scn_config_fn cfg_hook;   /* scn_runner_set_config_hook */
     void *cfg_hook_ctx;
+    uint32_t sends;           /* sends posted (inline or not), last run */
+    uint32_t inline_sends;    /* of which quay_send_inline took */
+    uint32_t inline_busy;     /* inline tries answered QUAY_EBUSY */
 };
 
 /* Virtual time: every scheduler step is this many ns. */

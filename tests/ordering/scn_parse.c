@@ -605,6 +605,8 @@ static int parse_op(parser *p, int rank, const char *opname, args *a)
         op->slot = t;
         if (k == SOP_WAIT)
             s->slots[t].waited = 1;
+        if (k == SOP_CANCEL)
+            s->slots[t].cancelled = 1;
         return args_check(p, a, opname);
     }
     if (strcmp(opname, "waitall") == 0) {

@@ -77,6 +77,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->qjumps = 0;
     run->ncmatches = 0;
     run->switches_refused = 0;
+    run->sends = run->inline_sends = run->inline_busy = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
         /* Timeouts from "fires while the ACK is on its way" to "only when
@@ -130,6 +131,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
         rk->improbe_slot = -1;
         rk->call_slot = -1;
         rk->ndefer = 0;
+        rk->inl_head = rk->inl_tail = 0;
         rk->attached = 0;
         rk->quiesced = 0;
         for (i = 0; i < SCN_MAX_RANKS; i++)
@@ -616,8 +618,8 @@ static void deadlock(scn_runner *run, const char *why)
     for (i = 0; i < s->nslots && n < sizeof buf; i++) {
         const slot_dyn *d = &run->dyn[i];
         int k = s->slots[i].kind;
-        if (scn_is_req(k) &&
-            d->posted && !d->released && !d->user_freed && d->completes == 0)
+        if (scn_is_req(k) && d->posted && !d->released && !d->user_freed &&
+            !d->inline_sent && d->completes == 0)
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   "; rank %d '%s' (line %d) incomplete%s",
                                   s->slots[i].rank, s->slots[i].name,
@@ -640,6 +642,16 @@ static void end_of_run(scn_runner *run)
         if (scn_is_req(k) && d->posted && !d->released && !d->user_freed &&
             !scn_slot_finished(run, i)) {
             deadlock(run, "deadlock at the end");
+            return;
+        }
+    }
+    for (r = 0; r < s->nranks; r++) {
+        const rank_rt *rk = &run->rk[r];
+        if (rk->inl_head < rk->inl_tail) {
+            const scn_slot *x = &s->slots[rk->inl[rk->inl_head]];
+            scn_fail(run, "rank %d: inline send '%s' (line %d): its packet "
+                          "never left (%d inline packet(s) missing)",
+                     r, x->name, x->line, rk->inl_tail - rk->inl_head);
             return;
         }
     }
@@ -828,11 +840,13 @@ int scn_runner_new(const scn *s, scn_runner **pr)
         rk->idmap_cap = cap;
         rk->idmap_key = calloc(cap, sizeof *rk->idmap_key);
         rk->idmap_val = calloc(cap, sizeof *rk->idmap_val);
+        /* each send goes inline at most once a run */
+        rk->inl = malloc(((size_t)s->nsends[r] + 1) * sizeof *rk->inl);
         run->rank_slots[r] =
             calloc((size_t)s->nslots_rank[r] + 1, sizeof *run->rank_slots[r]);
         if (rk->arena == NULL || rk->attach_buf == NULL ||
             rk->idmap_key == NULL || rk->idmap_val == NULL ||
-            run->rank_slots[r] == NULL)
+            rk->inl == NULL || run->rank_slots[r] == NULL)
             goto fail;
     }
     for (i = 0; i < s->nslots; i++) {
@@ -860,6 +874,7 @@ void scn_runner_free(scn_runner *run)
         free(rk->attach_buf);
         free(rk->idmap_key);
         free(rk->idmap_val);
+        free(rk->inl);
         free(rk->defer);
         free(run->rank_slots[r]);
         free(run->arena_image[r]);

@@ -1,8 +1,10 @@
 /*
  * scn_trace.c — what the runner learns from the engines and the simulator:
  * the trace hook (message identity: PKT_OUT binds (sender, receiver, ctx,
- * seq) to the sending request, MATCH names the receive and the message),
- * COMPLETE actions, nicsim events, failure messages and trace printing.
+ * seq) to the sending request, or with request id 0 to the sender's oldest
+ * inline send whose packet had not left; MATCH names the receive and the
+ * message), COMPLETE actions, nicsim events, failure messages and trace
+ * printing.
  * Trace events that arrive while a call is in progress (when the new
  * request's id is not known yet) are deferred until the call returns.
  */
@@ -119,6 +121,21 @@ static const char *slot_name_by_id(const rank_rt *rk, uint32_t id)
     return rk->run->s->ncinst > 0 ? "coll" : "?";
 }
 
+/* An EAGER packet with request id 0 is a quay_send_inline packet (the
+ * schedules' messages have requests of their own): the rank's inline
+ * sends leave in call order, so it is the oldest one not out yet; -1 if
+ * there is none. */
+static int inline_next(const rank_rt *rk)
+{
+    return rk->inl_head < rk->inl_tail ? rk->inl[rk->inl_head] : -1;
+}
+
+static int is_inline_pkt(const quay_trace_event *ev)
+{
+    return ev->kind == QUAY_TR_PKT_OUT && ev->pkt == QUAY_PKT_EAGER &&
+           ev->req_id == 0;
+}
+
 /* Packet types that carry the sender's envelope sequence number. */
 static int sequenced(int pkt)
 {
@@ -152,6 +169,10 @@ static void print_trace(const scn_runner *run, const rank_rt *rk,
         if (ev->req_id != 0)
             fprintf(f, " req %u (%s)", ev->req_id,
                     slot_name_by_id(rk, ev->req_id));
+        else if (is_inline_pkt(ev))
+            fprintf(f, " inline (%s)", inline_next(rk) >= 0
+                                           ? run->s->slots[inline_next(rk)].name
+                                           : "none waiting");
         fputc('\n', f);
         break;
     case QUAY_TR_REJECT:
@@ -290,6 +311,27 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
          * wrote into the receiver's RTR (receiver-initiated). */
         if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC)
             return;
+        if (is_inline_pkt(ev)) {
+            sl = inline_next(rk);
+            if (sl < 0) {
+                scn_fail(run, "rank %d: PKT_OUT EAGER to rank %d (seq %u) with "
+                              "req 0, but no inline send is waiting to leave",
+                         rk->rank, ev->peer, ev->seq);
+                return;
+            }
+            if (s->slots[sl].peer_world != ev->peer) {
+                scn_fail(run, "rank %d: inline send '%s' (line %d) is for rank "
+                              "%d, but the next inline packet (seq %u) went to "
+                              "rank %d",
+                         rk->rank, s->slots[sl].name, s->slots[sl].line,
+                         s->slots[sl].peer_world, ev->seq, ev->peer);
+                return;
+            }
+            rk->inl_head++;
+            seq_add(run, rk->rank, ev->peer, s->comms[s->slots[sl].comm].ctx,
+                    ev->seq, sl, 0);
+            return;
+        }
         sl = idmap_get(rk, ev->req_id);
         if (sl < 0 && s->ncinst > 0 && ev->req_id != 0) {
             /* A request the scenario did not make: in these runs the

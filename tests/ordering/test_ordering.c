@@ -227,6 +227,8 @@ int main(int argc, char **argv)
             uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
             uint64_t f_swr = 0, c_msgs = 0;
+            /* seeds with bit 1 set: sends, those taken inline, EBUSY */
+            uint64_t i_sends = 0, i_inline = 0, i_busy = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
@@ -262,6 +264,10 @@ int main(int argc, char **argv)
                 n_una += oc.any_una != 0;
                 f_swr += oc.switches_refused;
                 c_msgs += oc.coll_msgs;
+                if ((seed0 + k) & 2)
+                    i_sends += oc.sends;
+                i_inline += oc.inline_sends;
+                i_busy += oc.inline_busy;
             }
             if (rc == 0)
                 printf("# runs with: unexpected-match %" PRIu64
@@ -287,6 +293,11 @@ int main(int argc, char **argv)
                        "%" PRIu64 " resumed unstable (nothing else could move), %" PRIu64
                        " saves refused (a collective schedule ran)\n",
                        f_sw, f_swf, f_swr);
+            if (rc == 0 && i_sends != 0)
+                printf("# quay_send_inline (seeds with bit 1 set): %" PRIu64
+                       " of %" PRIu64 " sends went inline, %" PRIu64
+                       " tries answered EBUSY (posted with quay_isend)\n",
+                       i_inline, i_sends, i_busy);
             if (rc == 0 && c_msgs != 0)
                 printf("# collectives: %" PRIu64 " messages matched on collective twins\n",
                        c_msgs);
