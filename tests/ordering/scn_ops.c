@@ -279,6 +279,46 @@ static void sent_inline(scn_runner *run, rank_rt *rk, int sl)
     run->inline_sends++;
 }
 
+/* Seeds with bit 2 set post every isend / irecv as a persistent request
+ * started once (quay_send_init / quay_recv_init, then quay_start): the
+ * start of a round under every ordering the scenarios make. A start that
+ * fails frees the (inactive) request and answers the code, so EAGAIN
+ * retries the whole op as it would quay_isend's. */
+static int start_persistent(rank_rt *rk, int rc, quay_req **req)
+{
+    if (rc != 0)
+        return rc;
+    rc = quay_start(rk->e, *req);
+    if (rc != 0) {
+        quay_req_free(rk->e, *req);
+        *req = NULL;
+    }
+    return rc;
+}
+
+static int post_isend(const scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
+{
+    quay_comm *c = rk->comms[x->comm];
+    const unsigned char *buf = run->s->payload + x->off;
+    if (run->seed & 4)
+        return start_persistent(rk,
+                                quay_send_init(rk->e, c, buf, (size_t)x->size, x->peer,
+                                               x->tag, (quay_send_mode)x->mode, req),
+                                req);
+    return quay_isend(rk->e, c, buf, (size_t)x->size, x->peer, x->tag,
+                      (quay_send_mode)x->mode, req);
+}
+
+static int post_irecv(const scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
+{
+    quay_comm *c = rk->comms[x->comm];
+    void *buf = rk->arena + x->off;
+    if (run->seed & 4)
+        return start_persistent(
+            rk, quay_recv_init(rk->e, c, buf, (size_t)x->size, x->peer, x->tag, req), req);
+    return quay_irecv(rk->e, c, buf, (size_t)x->size, x->peer, x->tag, req);
+}
+
 void scn_exec_op(scn_runner *run, int r)
 {
     const scn *s = run->s;
@@ -320,9 +360,7 @@ void scn_exec_op(scn_runner *run, int r)
         }
         if (x->mode == QUAY_SEND_BUFFERED)
             rk->call_slot = op->slot;
-        rc = quay_isend(rk->e, rk->comms[x->comm], s->payload + x->off,
-                        (size_t)x->size, x->peer, x->tag,
-                        (quay_send_mode)x->mode, &req);
+        rc = post_isend(run, rk, x, &req);
         if (retry_later(run, rk, op, rc))
             return;
         if (rc == 0) {
@@ -345,8 +383,7 @@ void scn_exec_op(scn_runner *run, int r)
     case SOP_IRECV:
         d->post_t = ++run->t;
         scn_call_begin(rk);
-        rc = quay_irecv(rk->e, rk->comms[x->comm], rk->arena + x->off,
-                        (size_t)x->size, x->peer, x->tag, &req);
+        rc = post_irecv(run, rk, x, &req);
         if (retry_later(run, rk, op, rc))
             return;
         if (rc == 0) {
