@@ -23,6 +23,8 @@
  *                 Bsend, Ibsend, Buffer_attach, Buffer_detach, Sendrecv,
  *                 Sendrecv_replace, Probe, Iprobe, Mprobe, Improbe, Mrecv,
  *                 Imrecv, Get_count, Get_elements
+ *   persistent    Send_init, Bsend_init, Ssend_init, Rsend_init, Recv_init,
+ *                 Start, Startall
  *   requests      Wait, Test, Waitall, Testall, Waitany, Testany,
  *                 Waitsome, Testsome, Request_free, Request_get_status,
  *                 Cancel, Test_cancelled
@@ -333,6 +335,19 @@ QMPI_API int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int d
                         MPI_Comm comm, MPI_Request *request);
 QMPI_API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                        MPI_Comm comm, MPI_Request *request);
+/* Persistent requests: made inactive, started any number of times. */
+QMPI_API int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                           MPI_Comm comm, MPI_Request *request);
+QMPI_API int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request);
+QMPI_API int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request);
+QMPI_API int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request);
+QMPI_API int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                           MPI_Comm comm, MPI_Request *request);
+QMPI_API int MPI_Start(MPI_Request *request);
+QMPI_API int MPI_Startall(int count, MPI_Request *array_of_requests);
 /** buffer_addr is a void ** in disguise (the standard's signature). */
 QMPI_API int MPI_Buffer_attach(void *buffer, int size);
 QMPI_API int MPI_Buffer_detach(void *buffer_addr, int *size);

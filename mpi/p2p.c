@@ -1,10 +1,13 @@
 /*
- * p2p.c — point-to-point: the four send modes (blocking and not),
- * receive, sendrecv, probe and matched probe (MPI_Message handles),
- * Get_count, and the buffered-send buffer.
+ * p2p.c — point-to-point: the four send modes (blocking, nonblocking and
+ * persistent), receive, sendrecv, probe and matched probe (MPI_Message
+ * handles), Get_count, and the buffered-send buffer.
  *
  * A blocking call posts the engine request and waits on it without
  * making an MPI_Request (qmpi_wait_q); the I-forms wrap it in a handle.
+ * A persistent request is one engine persistent request in a handle, made
+ * by *_init and started by MPI_Start / MPI_Startall (quay_start): nothing
+ * is allocated per round.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +240,172 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     if ((rc = qmpi_req_new(q, comm, QMPI_REQ_RECV, request, &r)) != MPI_SUCCESS)
         return qmpi_raise(comm, rc, __func__, "out of request handles");
     r->wild = source == MPI_ANY_SOURCE;
+    return MPI_SUCCESS;
+}
+
+/* ---- persistent requests ------------------------------------------------------------ */
+
+/* The handle of persistent request q, which quay_send_init / quay_recv_init
+ * answered with rc. */
+static int persist_handle(const char *fn, int rc, quay_req *q, MPI_Comm comm, int kind,
+                          int wild, MPI_Request *request)
+{
+    qmpi_req *r;
+    if (rc != 0)
+        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    if ((rc = qmpi_req_new(q, comm, kind, request, &r)) != MPI_SUCCESS)
+        return qmpi_raise(comm, rc, fn, "out of request handles");
+    r->persist = 1;
+    r->wild = (uint8_t)wild;
+    return MPI_SUCCESS;
+}
+
+static int send_init(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
+                     int tag, MPI_Comm comm, quay_send_mode mode, MPI_Request *request)
+{
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    int rc = check_send(fn, buf, count, dt, dest, tag, comm, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_req_ptr(fn, comm, request);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    while ((rc = quay_send_init(qmpi.e, c->q, buf, bytes, dest, tag, mode, &q)) == QUAY_EAGAIN &&
+           qmpi_again(&rt, rc))
+        ;
+    return persist_handle(fn, rc, q, comm, QMPI_REQ_SEND, 0, request);
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_init(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_STANDARD,
+                     request);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_init(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_SYNC, request);
+}
+
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_init(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_READY, request);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    QMPI_ENTER(__func__);
+    return send_init(__func__, buf, count, datatype, dest, tag, comm, QUAY_SEND_BUFFERED,
+                     request);
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    qmpi_comm *c;
+    size_t bytes;
+    quay_req *q;
+    QMPI_ENTER(__func__);
+    int rc = check_recv(__func__, buf, count, datatype, source, tag, comm, &c, &bytes);
+    if (rc == MPI_SUCCESS)
+        rc = check_req_ptr(__func__, comm, request);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    while ((rc = quay_recv_init(qmpi.e, c->q, buf, bytes, source, tag, &q)) == QUAY_EAGAIN &&
+           qmpi_again(&rt, rc))
+        ;
+    return persist_handle(__func__, rc, q, comm, QMPI_REQ_RECV, source == MPI_ANY_SOURCE,
+                          request);
+}
+
+/* The inactive persistent request behind handle h, or NULL after raising
+ * MPI_ERR_REQUEST (a bad handle, MPI_REQUEST_NULL, not persistent, or
+ * active: MPI-4.0 §3.9 allows a start only on an inactive one). */
+static qmpi_req *startable(const char *fn, MPI_Request h, int *rc)
+{
+    qmpi_req *r = h != MPI_REQUEST_NULL ? qmpi_req_get(h) : NULL;
+    if (r == NULL)
+        *rc = qmpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, fn, "invalid request");
+    else if (!r->persist)
+        *rc = qmpi_raise(r->comm, MPI_ERR_REQUEST, fn, "not a persistent request");
+    else if (r->active)
+        *rc = qmpi_raise(r->comm, MPI_ERR_REQUEST, fn,
+                         "the request is active (started, completion not yet reported)");
+    else
+        return r;
+    return NULL;
+}
+
+/* Start round of inactive persistent request r. */
+static int start_one(const char *fn, qmpi_req *r)
+{
+    qmpi_retry rt = QMPI_RETRY_INIT;
+    int rc;
+    while ((rc = quay_start(qmpi.e, r->q)) == QUAY_EAGAIN && qmpi_again(&rt, rc))
+        ;
+    if (rc == QUAY_ENOBUFS) /* the round did not start: still inactive */
+        return qmpi_raise(r->comm, MPI_ERR_BUFFER, fn,
+                          "no room in the attached buffer for the message (plus "
+                          "MPI_BSEND_OVERHEAD)");
+    if (rc != 0)
+        return qmpi_raise(r->comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    r->active = 1;
+    r->ucancel = 0;
+    if (r->wild)
+        r->wild = 1; /* a failure seen by the last round is checked anew */
+    return MPI_SUCCESS;
+}
+
+int MPI_Start(MPI_Request *request)
+{
+    int rc;
+    QMPI_ENTER(__func__);
+    if (request == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "request is NULL");
+    qmpi_req *r = startable(__func__, *request, &rc);
+    if (r == NULL)
+        return rc;
+    if ((rc = start_one(__func__, r)) != MPI_SUCCESS)
+        return rc;
+    if (r->kind == QMPI_REQ_SEND)
+        qmpi_poll(); /* the send leaves now, not at the next call */
+    return MPI_SUCCESS;
+}
+
+int MPI_Startall(int count, MPI_Request *array_of_requests)
+{
+    int rc, sends = 0;
+    QMPI_ENTER(__func__);
+    if (count < 0)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_COUNT, __func__, "negative count %d", count);
+    if (count > 0 && array_of_requests == NULL)
+        return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "array_of_requests is NULL");
+    /* Every handle checked first: a bad one starts nothing. */
+    for (int i = 0; i < count; i++)
+        if (startable(__func__, array_of_requests[i], &rc) == NULL)
+            return rc;
+    for (int i = 0; i < count; i++) {
+        /* Looked up again: a handle given twice is active by now. */
+        qmpi_req *r = startable(__func__, array_of_requests[i], &rc);
+        if (r == NULL || (rc = start_one(__func__, r)) != MPI_SUCCESS) {
+            if (sends > 0)
+                qmpi_poll();
+            return rc;
+        }
+        sends += r->kind == QMPI_REQ_SEND;
+    }
+    if (sends > 0)
+        qmpi_poll();
     return MPI_SUCCESS;
 }
 

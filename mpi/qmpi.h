@@ -127,6 +127,11 @@ typedef struct qmpi_req {
     uint8_t ucancel; /* MPI_Cancel was called on it */
     uint8_t orphan;  /* MPI_Request_free'd while running a reduction whose
                         context lives here: freed when it completes */
+    uint8_t persist; /* a persistent request (MPI_Send_init ...): the engine
+                        request lives until MPI_Request_free */
+    uint8_t active;  /* persistent: started, completion not yet reported;
+                        inactive ones count as MPI_REQUEST_NULL in the
+                        completion calls */
     int32_t next_free;
     int32_t idx;        /* its own slot index (set once, kept) */
     qmpi_reduction red; /* a reduction's context (QMPI_REQ_COLL) */
@@ -139,7 +144,8 @@ typedef struct qmpi_req {
  * (q is freed then). The slot's address is stable until released. */
 int qmpi_req_new(quay_req *q, MPI_Comm comm, int kind, MPI_Request *h, qmpi_req **slot);
 void qmpi_req_set(qmpi_req *r, quay_req *q);
-/* The slot behind a live handle, or NULL. */
+/* The slot behind a live handle (inactive persistent ones included), or
+ * NULL. */
 qmpi_req *qmpi_req_get(MPI_Request h);
 /* Free the engine request (if any) and the slot. */
 void qmpi_req_release(qmpi_req *r);
@@ -147,9 +153,11 @@ void qmpi_reqs_fini(void);
 /* 1 if the request is complete, or can never complete (a wildcard receive
  * on a communicator with a failed member, which is then cancelled). */
 int qmpi_req_ready(qmpi_req *r);
-/* Complete a ready request: fill *st (may be MPI_STATUS_IGNORE), release
- * the slot, and return its error class (not raised). */
-int qmpi_req_finish(qmpi_req *r, MPI_Status *st);
+/* Complete a ready request: fill *st (may be MPI_STATUS_IGNORE) and
+ * return its error class (not raised). A persistent request becomes
+ * inactive and keeps its handle; any other is released and *h becomes
+ * MPI_REQUEST_NULL. */
+int qmpi_req_finish(qmpi_req *r, MPI_Request *h, MPI_Status *st);
 
 /* quay_status -> MPI_Status (st may be MPI_STATUS_IGNORE); returns the
  * error class the completion carries (MPI_SUCCESS for a cancelled one). */

@@ -8,6 +8,13 @@
  * the slot while the engine runs it), free slots on a list, and the
  * generation is bumped at release so a stale handle is an error, not
  * someone else's request.
+ *
+ * A persistent request (MPI_Send_init ..., p2p.c) keeps its slot and its
+ * engine request from init to MPI_Request_free. Completing a round makes
+ * it inactive instead of releasing it; the completion calls take an
+ * inactive one as MPI_REQUEST_NULL (MPI-4.0 §3.7.3: an empty status from
+ * Wait, Test and the all forms, ignored by the any and some forms), so a
+ * round is reported once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -211,22 +218,32 @@ static int finish_status(const qmpi_req *r, MPI_Status *st)
     return cls;
 }
 
-int qmpi_req_finish(qmpi_req *r, MPI_Status *st)
+int qmpi_req_finish(qmpi_req *r, MPI_Request *h, MPI_Status *st)
 {
     int cls = finish_status(r, st);
+    if (r->persist) {
+        r->active = 0; /* reported: the engine's status is stale from now */
+        return cls;
+    }
     qmpi_req_release(r);
+    *h = MPI_REQUEST_NULL;
     return cls;
 }
 
-/* A handle in a request array: MPI_SUCCESS and *r (NULL for
- * MPI_REQUEST_NULL), or MPI_ERR_REQUEST. */
+/* A handle given to a completion call: MPI_SUCCESS and *r (NULL for
+ * MPI_REQUEST_NULL and for an inactive persistent request, which the
+ * completion calls treat alike), or MPI_ERR_REQUEST. */
 static int lookup(MPI_Request h, qmpi_req **r)
 {
     *r = NULL;
     if (h == MPI_REQUEST_NULL)
         return MPI_SUCCESS;
-    *r = qmpi_req_get(h);
-    return *r != NULL ? MPI_SUCCESS : MPI_ERR_REQUEST;
+    qmpi_req *q = qmpi_req_get(h);
+    if (q == NULL)
+        return MPI_ERR_REQUEST;
+    if (!q->persist || q->active)
+        *r = q;
+    return MPI_SUCCESS;
 }
 
 static int ready_one(void *ctx)
@@ -248,8 +265,7 @@ int qmpi_wait_one(const char *fn, MPI_Request *h, MPI_Status *st)
     if (!qmpi_req_ready(r))
         qmpi_wait_until(fn, ready_one, r);
     MPI_Comm comm = r->comm;
-    int cls = qmpi_req_finish(r, st);
-    *h = MPI_REQUEST_NULL;
+    int cls = qmpi_req_finish(r, h, st);
     return qmpi_raise(comm, cls, fn, "request failed");
 }
 
@@ -301,15 +317,13 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     }
     *flag = 1;
     MPI_Comm comm = r->comm;
-    int cls = qmpi_req_finish(r, status);
-    *request = MPI_REQUEST_NULL;
+    int cls = qmpi_req_finish(r, request, status);
     return qmpi_raise(comm, cls, __func__, "request failed");
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     qmpi_req *r;
-    quay_status qs;
     QMPI_ENTER(__func__);
     if (flag == NULL)
         return qmpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, __func__, "flag is NULL");
@@ -321,12 +335,13 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
         return MPI_SUCCESS;
     }
     qmpi_poll();
-    if (!quay_req_test(r->q, &qs)) {
+    if (!qmpi_req_ready(r)) {
         *flag = 0;
         return MPI_SUCCESS;
     }
+    /* Neither released nor made inactive: a later Wait reports it again. */
     *flag = 1;
-    return qmpi_raise(r->comm, qmpi_status_set(status, &qs), __func__, "request failed");
+    return qmpi_raise(r->comm, finish_status(r, status), __func__, "request failed");
 }
 
 /* ---- all / any / some -------------------------------------------------------------- */
@@ -334,7 +349,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 typedef struct req_set {
     int n;
     MPI_Request *h;
-    qmpi_req **r; /* resolved slots, NULL for MPI_REQUEST_NULL */
+    qmpi_req **r; /* resolved slots, NULL for MPI_REQUEST_NULL (or inactive) */
     qmpi_req *small[16];
 } req_set;
 
@@ -383,9 +398,8 @@ static MPI_Status *status_at(MPI_Status *sts, int i)
 static int set_finish(req_set *s, int i, MPI_Status *st, MPI_Comm *comm)
 {
     *comm = s->r[i]->comm;
-    int cls = qmpi_req_finish(s->r[i], st);
+    int cls = qmpi_req_finish(s->r[i], &s->h[i], st);
     s->r[i] = NULL;
-    s->h[i] = MPI_REQUEST_NULL;
     return cls;
 }
 
@@ -627,6 +641,8 @@ int MPI_Request_free(MPI_Request *request)
     qmpi_req *r = live_request(__func__, request, &rc);
     if (r == NULL)
         return rc;
+    /* A persistent one, active or not, goes the plain way: the engine
+     * releases it now if inactive, else when its round completes. */
     *request = MPI_REQUEST_NULL;
     if (r->kind == QMPI_REQ_COLL && r->red.op.kind == QUAY_OP_USER &&
         !quay_req_test(r->q, NULL)) {
@@ -653,6 +669,8 @@ int MPI_Cancel(MPI_Request *request)
     if (r->kind == QMPI_REQ_COLL)
         return qmpi_raise(r->comm, MPI_ERR_REQUEST, __func__,
                           "a collective operation cannot be cancelled");
+    if (r->persist && !r->active)
+        return MPI_SUCCESS; /* no communication to cancel: no effect */
     r->ucancel = 1;
     rc = quay_cancel(qmpi.e, r->q);
     if (rc != 0)

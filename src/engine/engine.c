@@ -125,6 +125,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     e->tx_plain = !e->flow && e->rtr_pool == NULL &&
                   !(c->transport_caps & QUAY_CAP_MULTI_SEND);
     e->p2p_plain = e->rtr_pool == NULL && e->aslots == NULL;
+    e->inline_plain = e->tx_plain && e->p2p_plain;
     e->eager_max = c->eager_max;
     e->complete_actions = (c->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     *pe = e; /* even on failure: the caller frees it */

@@ -20,10 +20,12 @@ static QUAY_NOINLINE int send_inline_slow(quay_engine *e, quay_comm *c, const vo
 static inline int inline_ok(const quay_engine *e, const quay_comm *c, const void *buf,
                             size_t len, int32_t dst, int32_t tag)
 {
+    /* (tx_plain: no flow control, so no descriptor is reserved and a free
+     * one is one on the free list) */
     return e != NULL && e->fatal == 0 && comm_ok(e, c) && (buf != NULL || len == 0) &&
            tag >= 0 && dst >= 0 && dst < c->size && len <= QUAY_INLINE_MAX &&
-           len <= e->eager_max && e->tx_plain && e->p2p_plain && ql_empty(&e->txq) &&
-           out_avail(e);
+           len <= e->eager_max && e->inline_plain && ql_empty(&e->txq) &&
+           e->out_free != NULL;
 }
 
 int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,

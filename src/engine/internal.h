@@ -432,6 +432,8 @@ struct quay_engine {
     uint8_t p2p_plain;   /* no RTRs, no ANY_SOURCE arbitration: isend of
                             an eager size takes p2p.c's short path (both
                             set once at creation) */
+    uint8_t inline_plain;/* tx_plain and p2p_plain: quay_send_inline may
+                            take a message (inline.c) */
     uint32_t nchans;     /* root only */
     uint32_t nfailed;    /* peers declared failed: 0 lets hot paths skip
                             reading the peer's state */
