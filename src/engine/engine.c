@@ -5,6 +5,7 @@
  * protocol module that owns its type; that module checks semantics (ids,
  * ranks, state). A rejected packet never changes engine state.
  */
+#include "engine/eager_fast.h"
 #include "engine/internal.h"
 #include "flowctl/chan.h"
 
@@ -335,7 +336,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     if (e != NULL && bytes != NULL && e->nchans == 1 && !e->flow && e->fatal == 0 &&
         peer >= 0 && peer < e->nranks && peer != e->rank && e->nfailed == 0) {
         tried = 1;
-        int rc = eager_fast_arrival(e, peer, bytes, len);
+        int rc = eager_arrival(e, peer, bytes, len);
         if (rc == 0 && !e->trace_fn && !coll_due(e)) {
             e->st.pkts_in++;
             return e->fatal;

@@ -1,0 +1,95 @@
+/*
+ * eager_fast.h — the small-message hot path of an arrival, inline: an
+ * in-order standard EAGER that meets a posted receive (DESIGN §9).
+ * quay_on_packet (engine.c) runs it in its own frame; the general path
+ * calls eager_fast_arrival (eager.c), the same code out of line.
+ */
+#ifndef QUAY_ENGINE_EAGER_FAST_H
+#define QUAY_ENGINE_EAGER_FAST_H
+
+#include "engine/internal.h"
+#include "engine/match_fast.h"
+
+/* A small payload (8 to 16 bytes: two overlapping words) without a
+ * library call; the rest through memcpy. */
+static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, z;
+        memcpy(&a, src, 8);
+        memcpy(&z, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy((uint8_t *)dst + n - 8, &z, 8);
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
+/*
+ * The small-message hot path [DESIGN §9]: an in-order, standard-mode EAGER
+ * whose receive is already posted. Decodes only what matching needs
+ * straight from the bytes (the same checks wire_decode makes), matches
+ * through the same facade (so the oracle check still applies), copies,
+ * completes. Anything else — held packets pending, flags, no posted
+ * receive, unknown context — takes the general path, which re-reads the
+ * packet from scratch; nothing is changed before the decision.
+ */
+static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
+                                            size_t len)
+{
+    if (len < WIRE_ENV_LEN || b[0] != WIRE_VERSION || b[1] != QUAY_PKT_EAGER ||
+        wire_get16(b + 2) != 0)
+        return EAGER_NOT_FAST;
+    peer_state *ps = &e->peers[peer];
+    if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)
+        return EAGER_NOT_FAST;
+    int32_t src = (int32_t)wire_get32(b + 12);
+    int32_t tag = (int32_t)wire_get32(b + 16);
+    uint64_t mlen = wire_get64(b + 24);
+    if (src < 0 || tag < 0 || mlen != len - WIRE_ENV_LEN ||
+        len > e->cfg.max_packet)
+        return QUAY_EPROTO;
+    quay_comm *c = comm_lookup(e, wire_get32(b + 8));
+    if (c == NULL)
+        return EAGER_NOT_FAST;
+    if (!comm_src_ok(c, src, peer))
+        return QUAY_ESTATE;
+    quay_req *r;
+    if (match_exact_only(e, c)) {
+        /* The commonest case, match.c's work inline: no wildcard can be
+         * older, nothing else to keep in step. */
+        r = match_bin_head(&e->m, c->ctx, src, tag);
+        if (r == NULL)
+            return EAGER_NOT_FAST;
+        ql_remove(&r->link);
+        if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
+            c->nplain--;
+    } else {
+        r = match_find_posted(e, c, src, tag);
+        if (r == NULL || (r->flags & RF_ANY_CLAIMED))
+            return EAGER_NOT_FAST; /* a claimed wildcard: the general path waits */
+        match_remove_posted(e, r);
+    }
+    if (r->state == QUAY_RS_RECV_RTR)
+        rtr_undelegate(e, r); /* the envelope got there first */
+    else if (r->state == QUAY_RS_RECV_ANY)
+        arb_release(e, r);
+    if (e->trace_fn)
+        trace_match(e, r, NULL, peer, ps->rx_seq, c->ctx, src, tag);
+    ps->rx_seq++;
+    r->peer = peer;
+    r->status.source = src;
+    r->status.tag = tag;
+    size_t n = (size_t)mlen;
+    if (n > r->len) {
+        n = r->len;
+        r->status.error = QUAY_ETRUNCATE;
+    }
+    if (n != 0)
+        copy_payload(r->u.rbuf, b + WIRE_ENV_LEN, n);
+    r->status.count = n;
+    req_complete(e, r);
+    return 0;
+}
+
+#endif
