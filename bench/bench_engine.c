@@ -68,25 +68,23 @@ static void drain(bench *b, int r)
     quay_action a;
     int rc;
     while ((rc = quay_next_action(b->e[r], &a)) == 1) {
-        if (a.kind == QUAY_ACT_SEND && a.iovcnt == 1) {
-            /* One piece (an inline send's packet, a control packet): the
-             * wire hands the engine's bytes over as they are. */
-            rc = quay_on_packet(b->e[a.peer], r, a.iov[0].base, a.iov[0].len);
-            if (rc != 0)
-                bench_check(rc, "quay_on_packet");
-            b->dirty[a.peer] = 1;
-            rc = quay_on_op_done(b->e[r], a.token, 0);
-            if (rc != 0)
-                bench_check(rc, "quay_on_op_done");
-        } else if (a.kind == QUAY_ACT_SEND) {
-            size_t n = a.iov[0].len;
-            size_t total = n + (a.iovcnt == 2 ? a.iov[1].len : 0);
-            if (total > b->pkt_cap)
-                bench_die("SEND of %zu bytes exceeds the packet buffer", total);
-            memcpy(b->pkt, a.iov[0].base, n);
-            if (a.iovcnt == 2 && !b->no_copy)
-                memcpy(b->pkt + n, a.iov[1].base, a.iov[1].len);
-            rc = quay_on_packet(b->e[a.peer], r, b->pkt, total);
+        if (a.kind == QUAY_ACT_SEND) {
+            /* One piece (an inline send's packet, a control packet) is
+             * handed over as it is; header + payload go through the one
+             * packet buffer. */
+            const void *bytes = a.iov[0].base;
+            size_t total = a.iov[0].len;
+            if (a.iovcnt == 2) {
+                size_t n = a.iov[0].len;
+                total = n + a.iov[1].len;
+                if (total > b->pkt_cap)
+                    bench_die("SEND of %zu bytes exceeds the packet buffer", total);
+                memcpy(b->pkt, a.iov[0].base, n);
+                if (!b->no_copy)
+                    memcpy(b->pkt + n, a.iov[1].base, a.iov[1].len);
+                bytes = b->pkt;
+            }
+            rc = quay_on_packet(b->e[a.peer], r, bytes, total);
             if (rc != 0)
                 bench_check(rc, "quay_on_packet");
             b->dirty[a.peer] = 1;

@@ -14,6 +14,21 @@ const int fe_rc_inline[] = {QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, QUAY_EBUSY, QUAY
 const int fe_rc_misc[] = {QUAY_EINVAL, QUAY_ERANK, QUAY_EAGAIN, QUAY_ESTATE,
                           QUAY_EBUSY, QUAY_ENOTSUP, QUAY_ECOMM, QUAY_EPROTO, -1};
 
+/* A post (or a persistent request's init) answered rc: the request is
+ * tracked, and a persistent one started. */
+static void fe_posted(fe *f, fe_req *s, const char *call, int rc, quay_req *r, int kind,
+                      uint8_t *buf, size_t cap, int persist)
+{
+    fe_check_rc(f, call, rc, fe_rc_post);
+    if (rc != 0)
+        return;
+    fe_req_track(f, s, r, kind, buf, cap);
+    if (persist) {
+        s->persist = 1;
+        fe_start(f, s);
+    }
+}
+
 void fe_op_isend(fe *f, fz_in *in)
 {
     uint8_t d = fz_u8(in), t = fz_u8(in), sz = fz_u8(in), m = fz_u8(in);
@@ -36,20 +51,11 @@ void fe_op_isend(fe *f, fz_in *in)
         if (rc != QUAY_EBUSY)
             return;
     }
-    if (m & 0x20) { /* persistent: made, then started */
-        int rc = quay_send_init(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r);
-        fe_check_rc(f, "quay_send_init", rc, fe_rc_post);
-        if (rc != 0)
-            return;
-        fe_req_track(f, s, r, FR_SEND, NULL, len);
-        s->persist = 1;
-        fe_start(f, s);
-        return;
-    }
-    int rc = quay_isend(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r);
-    fe_check_rc(f, "quay_isend", rc, fe_rc_post);
-    if (rc == 0)
-        fe_req_track(f, s, r, FR_SEND, NULL, len);
+    int persist = (m & 0x20) != 0; /* made, then started */
+    int rc = persist ? quay_send_init(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r)
+                     : quay_isend(f->e, c->c, buf, len, dst, tag, (quay_send_mode)(m & 3), &r);
+    fe_posted(f, s, persist ? "quay_send_init" : "quay_isend", rc, r, FR_SEND, NULL, len,
+              persist);
 }
 
 /* Start persistent request s (again); its round's COMPLETE count anew. */
@@ -77,20 +83,11 @@ void fe_op_irecv(fe *f, fz_in *in)
         src = QUAY_ANY_SOURCE;
     else if (src == c->size + 1)
         src = QUAY_PROC_NULL;
-    if (cb & 0x04) { /* persistent: made, then started */
-        int rc = quay_recv_init(f->e, c->c, buf, cap, src, tag, &r);
-        fe_check_rc(f, "quay_recv_init", rc, fe_rc_post);
-        if (rc != 0)
-            return;
-        fe_req_track(f, s, r, FR_RECV, buf, cap);
-        s->persist = 1;
-        fe_start(f, s);
-        return;
-    }
-    int rc = quay_irecv(f->e, c->c, buf, cap, src, tag, &r);
-    fe_check_rc(f, "quay_irecv", rc, fe_rc_post);
-    if (rc == 0)
-        fe_req_track(f, s, r, FR_RECV, buf, cap);
+    int persist = (cb & 0x04) != 0; /* made, then started */
+    int rc = persist ? quay_recv_init(f->e, c->c, buf, cap, src, tag, &r)
+                     : quay_irecv(f->e, c->c, buf, cap, src, tag, &r);
+    fe_posted(f, s, persist ? "quay_recv_init" : "quay_irecv", rc, r, FR_RECV, buf, cap,
+              persist);
 }
 
 void fe_op_iprobe(fe *f, fz_in *in)

@@ -43,15 +43,7 @@ static void settle(void)
 
 static void check_clean(void)
 {
-    for (int r = 0; r < T.n; r++) {
-        quay_stats st;
-        quay_engine_stats(T.e[r], &st);
-        ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0 &&
-                   st.bytes_unexpected == 0,
-               "rank %d clean: reqs %u umsgs %u outs %u bytes %llu", r,
-               st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
-               (unsigned long long)st.bytes_unexpected);
-    }
+    tn_check_clean(&T);
 }
 
 static void exchange(size_t len, quay_send_mode mode)

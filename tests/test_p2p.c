@@ -21,15 +21,7 @@ static int done(quay_req *r, quay_status *st) { return quay_req_test(r, st); }
 
 static void check_clean(void)
 {
-    for (int r = 0; r < T.n; r++) {
-        quay_stats st;
-        quay_engine_stats(T.e[r], &st);
-        ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0 &&
-                   st.bytes_unexpected == 0 && st.held_out_of_order == 0,
-               "rank %d clean: reqs %u umsgs %u outs %u bytes %llu held %u", r,
-               st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
-               (unsigned long long)st.bytes_unexpected, st.held_out_of_order);
-    }
+    tn_check_clean(&T);
     is_int(T.rejects, 0);
 }
 

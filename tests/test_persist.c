@@ -15,13 +15,7 @@ static testnet T;
 
 static void check_clean(void)
 {
-    for (int r = 0; r < T.n; r++) {
-        quay_stats st;
-        quay_engine_stats(T.e[r], &st);
-        ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0,
-               "rank %d clean: reqs %u umsgs %u outs %u", r, st.reqs_in_use,
-               st.umsgs_in_use, st.outs_in_use);
-    }
+    tn_check_clean(&T);
     is_int(T.rejects, 0);
 }
 

@@ -1,6 +1,8 @@
 /* testnet.c — see testnet.h. */
 #include "testnet.h"
 
+#include "harness.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,4 +302,18 @@ void tn_lossy_step(testnet *t, uint64_t *rng, int loss_pct, uint32_t wide)
         tn_dup(t, i);
     else
         tn_deliver(t, i);
+}
+
+void tn_check_clean(const testnet *t)
+{
+    for (int r = 0; r < t->n; r++) {
+        quay_stats st;
+        quay_engine_stats(t->e[r], &st);
+        ok_msg(st.reqs_in_use == 0 && st.umsgs_in_use == 0 && st.outs_in_use == 0 &&
+                   st.bytes_unexpected == 0 && st.held_out_of_order == 0 &&
+                   st.ctrl_queued == 0,
+               "rank %d clean: reqs %u umsgs %u outs %u bytes %llu held %u ctrl %u", r,
+               st.reqs_in_use, st.umsgs_in_use, st.outs_in_use,
+               (unsigned long long)st.bytes_unexpected, st.held_out_of_order, st.ctrl_queued);
+    }
 }

@@ -88,6 +88,10 @@ uint32_t tn_rnd(uint64_t *state, uint32_t n);
  *  anywhere (a long delay). Randomness from *rng. */
 void tn_lossy_step(testnet *t, uint64_t *rng, int loss_pct, uint32_t wide);
 
+/** One check that every rank holds nothing: no request, message
+ *  descriptor, outgoing descriptor, unexpected byte, held packet or
+ *  queued control reply (rejected packets are the caller's to check). */
+void tn_check_clean(const testnet *t);
 /** Deterministic payload: byte i of buffer `seed`. */
 void tn_fill(uint8_t *b, size_t n, int seed);
 /** 1 if r is complete (status in *st when st != NULL). */

@@ -268,6 +268,20 @@ static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
     return 0;
 }
 
+/* Every argument check of a receive (irecv, recv_init), as send_args. */
+static int recv_args(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
+                     int32_t tag, quay_req **preq)
+{
+    if (e == NULL || preq == NULL)
+        return QUAY_EINVAL;
+    *preq = NULL;
+    if (e->fatal)
+        return e->fatal;
+    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
+        return QUAY_EINVAL;
+    return recv_pattern_ok(c, src, tag);
+}
+
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
                  const uint8_t *data)
 {
@@ -377,14 +391,7 @@ int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
 static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                                        int32_t src, int32_t tag, quay_req **preq)
 {
-    if (e == NULL || preq == NULL)
-        return QUAY_EINVAL;
-    *preq = NULL;
-    if (e->fatal)
-        return e->fatal;
-    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
-        return QUAY_EINVAL;
-    int rc = recv_pattern_ok(c, src, tag);
+    int rc = recv_args(e, c, buf, cap, src, tag, preq);
     if (rc != 0)
         return rc;
     if (src == QUAY_PROC_NULL)
@@ -665,14 +672,7 @@ int quay_send_init(quay_engine *e, quay_comm *c, const void *buf, size_t len,
 int quay_recv_init(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                    int32_t tag, quay_req **preq)
 {
-    if (e == NULL || preq == NULL)
-        return QUAY_EINVAL;
-    *preq = NULL;
-    if (e->fatal)
-        return e->fatal;
-    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
-        return QUAY_EINVAL;
-    int rc = recv_pattern_ok(c, src, tag);
+    int rc = recv_args(e, c, buf, cap, src, tag, preq);
     if (rc != 0)
         return rc;
     quay_req *r = persist_new(e, c, RK_RECV);
