@@ -4,34 +4,9 @@
  * truncation and MPI_ERR_IN_STATUS from the multiple-completion calls;
  * error strings and classes. Standard MPI only; any number of ranks.
  */
-#include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <string.h>
-
-static int errs, rank, size;
-
-#define EXPECT(call, cls)                                                                  \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        int c_ = -1;                                                                       \
-        if (rc_ != MPI_SUCCESS)                                                            \
-            MPI_Error_class(rc_, &c_);                                                     \
-        else                                                                               \
-            c_ = MPI_SUCCESS;                                                              \
-        if (c_ != (cls)) {                                                                 \
-            errs++;                                                                        \
-            fprintf(stderr, "rank %d, line %d: %s gave class %d, expected %s (%d)\n", rank,  \
-                    __LINE__, #call, c_, #cls, cls);                                       \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            errs++;                                                                        \
-            fprintf(stderr, "rank %d, line %d: failed: %s\n", rank, __LINE__, #cond);       \
-        }                                                                                  \
-    } while (0)
 
 static void bad_arguments(void)
 {
@@ -200,10 +175,7 @@ int main(int argc, char **argv)
     bad_arguments();
     truncation();
     strings();
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(all == 0 ? "test_mpi_errors: OK\n" : "test_mpi_errors: %d errors\n", all);
+    int all = mpitest_total("test_mpi_errors");
     MPI_Finalize();
     return all != 0;
 }

@@ -5,20 +5,10 @@
  * calls, cancel, request free, counts, communicator isolation, and the
  * environment queries. Standard MPI only; needs at least 2 ranks.
  */
-#include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int rank, size, errs;
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            errs++;                                                                        \
-            fprintf(stderr, "rank %d, line %d: failed: %s\n", rank, __LINE__, #cond);       \
-        }                                                                                  \
-    } while (0)
 
 /* Synchronous send: not complete before the receiver matched. */
 static void modes(void)
@@ -549,10 +539,7 @@ int main(int argc, char **argv)
     mprobe_not_stolen();
     edges();
     ready_without_receive();
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(all == 0 ? "test_mpi_p2p: OK\n" : "test_mpi_p2p: %d errors\n", all);
+    int all = mpitest_total("test_mpi_p2p");
     MPI_Finalize();
     int fin;
     MPI_Finalized(&fin);

@@ -10,33 +10,10 @@
  * or a non-persistent request is an error. Standard MPI only; needs at
  * least 2 ranks (ranks past 1 take part in the ring and the barriers).
  */
-#include <mpi.h>
+#include "mpitest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int rank, size, errs;
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            errs++;                                                                        \
-            fprintf(stderr, "rank %d, line %d: failed: %s\n", rank, __LINE__, #cond);       \
-        }                                                                                  \
-    } while (0)
-
-#define EXPECT(call, cls)                                                                  \
-    do {                                                                                   \
-        int rc_ = (call);                                                                  \
-        int c_ = MPI_SUCCESS;                                                              \
-        if (rc_ != MPI_SUCCESS)                                                            \
-            MPI_Error_class(rc_, &c_);                                                     \
-        if (c_ != (cls)) {                                                                 \
-            errs++;                                                                        \
-            fprintf(stderr, "rank %d, line %d: %s gave class %d, expected %s (%d)\n", rank,  \
-                    __LINE__, #call, c_, #cls, cls);                                       \
-        }                                                                                  \
-    } while (0)
 
 /* Two message sizes: eager and rendezvous on quay's defaults (8 KiB). */
 enum { SMALL = 25, LARGE = 25000 }; /* ints: 100 and 100,000 bytes */
@@ -701,10 +678,7 @@ int main(int argc, char **argv)
     proc_null();
     errors();
     churn();
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(all == 0 ? "test_mpi_persist: OK\n" : "test_mpi_persist: %d errors\n", all);
+    int all = mpitest_total("test_mpi_persist");
     MPI_Finalize();
     return all != 0;
 }
