@@ -33,6 +33,8 @@
  */
 #include "bench_common.h"
 
+#include "nicsim.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,7 @@ typedef struct bench {
     int recv_how;       /* RECV_*: --recv */
     int dirty[2];       /* engine may have actions to pull */
     uint64_t completes; /* COMPLETE actions seen */
+    nicsim *sim;        /* --wire nicsim: the simulator carries the packets */
 } bench;
 
 /* Pull every action of engine r and execute it. */
@@ -101,10 +104,27 @@ static void drain(bench *b, int r)
         bench_check(rc, "quay_next_action");
 }
 
+/* --wire nicsim: both engines were called; the simulator (FIFO links,
+ * no faults, auto_pull, untimed: every link has zero latency) pulls,
+ * delivers and completes until nothing is left in flight. */
+static void pump_nicsim(bench *b)
+{
+    b->dirty[0] = b->dirty[1] = 0;
+    nicsim_touch(b->sim, 0);
+    nicsim_touch(b->sim, 1);
+    int rc = nicsim_run(b->sim, UINT64_MAX);
+    if (rc != NICSIM_RUN_IDLE)
+        bench_die("nicsim_run: %d (not idle)", rc);
+}
+
 /* Run both engines until neither has anything to do. An engine is pulled
  * again only when a packet was delivered to it (or the caller called it). */
-static void pump(bench *b)
+static BENCH_INLINE void pump(bench *b)
 {
+    if (b->sim != NULL) {
+        pump_nicsim(b);
+        return;
+    }
     while (b->dirty[0] | b->dirty[1]) {
         for (int r = 0; r < 2; r++) {
             if (b->dirty[r]) {
@@ -115,7 +135,7 @@ static void pump(bench *b)
     }
 }
 
-static void bench_open(bench *b, int complete_actions, int no_copy)
+static void bench_open(bench *b, int complete_actions, int no_copy, int wire_nicsim)
 {
     memset(b, 0, sizeof *b);
     quay_config cfg;
@@ -129,6 +149,15 @@ static void bench_open(bench *b, int complete_actions, int no_copy)
         bench_die("out of memory");
     memset(b->pkt, 0, b->pkt_cap);
     b->no_copy = no_copy;
+    if (wire_nicsim) {
+        nicsim_config sc;
+        nicsim_config_default(&sc);
+        sc.nranks = 2;
+        sc.auto_pull = 1;
+        if (nicsim_new(&sc, &b->sim) != 0 || nicsim_attach(b->sim, 0, b->e[0]) != 0 ||
+            nicsim_attach(b->sim, 1, b->e[1]) != 0)
+            bench_die("nicsim setup failed");
+    }
 }
 
 static void bench_close(bench *b)
@@ -141,6 +170,7 @@ static void bench_close(bench *b)
                       st.reqs_in_use, st.umsgs_in_use, st.outs_in_use);
         quay_engine_free(b->e[r]);
     }
+    nicsim_free(b->sim);
     free(b->pkt);
 }
 
@@ -401,6 +431,7 @@ typedef struct opts {
     int no_copy;
     int send_how;
     int recv_how;
+    int wire_nicsim;      /* --wire nicsim */
 } opts;
 
 static const char *send_name(int how)
@@ -423,7 +454,9 @@ static void usage(void)
         "usage: bench_engine [--mode pingpong|stream|all] [--size S]... [--iters N]\n"
         "                    [--reps R] [--window W] [--csv] [--complete-actions]\n"
         "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
+        "                    [--wire mem|nicsim]\n"
         "       bench_engine --callgrind [--iters N] [--size S] [--no-copy]\n"
+        "                    [--mode stream [--window W]] [--wire mem|nicsim]\n"
         "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
         "  --size S       message size (repeatable; K/M suffixes); default\n"
         "                 0 8 64 1K 8K 64K 1M\n"
@@ -435,7 +468,10 @@ static void usage(void)
         "                 takes them (<= QUAY_INLINE_MAX bytes), else quay_isend\n"
         "  --send persistent, --recv persistent\n"
         "                 persistent requests (quay_send_init / quay_recv_init),\n"
-        "                 made once per buffer and started by quay_start\n",
+        "                 made once per buffer and started by quay_start\n"
+        "  --wire nicsim  carry the packets through the simulator (adapters/nicsim:\n"
+        "                 FIFO links, no faults, untimed = zero latency) instead of\n"
+        "                 the bench's own one-buffer wire (mem, the default)\n",
         stderr);
     exit(2);
 }
@@ -492,6 +528,12 @@ static void parse(int argc, char **argv, opts *o)
                 o->send_how = SEND_PERSIST;
             else if (strcmp(v, "isend") != 0)
                 usage();
+        } else if (strcmp(a, "--wire") == 0 && v) {
+            i++;
+            if (strcmp(v, "nicsim") == 0)
+                o->wire_nicsim = 1;
+            else if (strcmp(v, "mem") != 0)
+                usage();
         } else if (strcmp(a, "--recv") == 0 && v) {
             i++;
             if (strcmp(v, "persistent") == 0)
@@ -502,6 +544,8 @@ static void parse(int argc, char **argv, opts *o)
             usage();
         }
     }
+    if (o->wire_nicsim && o->no_copy)
+        usage(); /* the simulator always copies a packet onto its link */
 }
 
 /* Messages per measurement for a size: about 256 MiB of payload, clamped. */
@@ -515,32 +559,48 @@ static uint64_t auto_iters(size_t size)
     return n;
 }
 
+/* The callgrind unit of --mode stream: one round of W messages. */
+static void stream_unit(bench *b, bufs *bf)
+{
+    stream_round(b, bf);
+}
+
 static int run_callgrind(const opts *o)
 {
     size_t size = o->nsizes ? o->sizes[0] : 8;
     uint64_t n = o->iters ? o->iters : 10000;
+    /* --mode stream: rounds of W back-to-back messages (W receives posted,
+     * W sends, one pump, everything tested and freed); else one message
+     * at a time, its receive posted first. */
+    int stream = o->modes == MODE_STREAM;
+    uint32_t w = stream ? o->window : 1;
+    uint64_t units = (n + w - 1) / w;
+    n = units * w;
     bench b;
     bufs bf;
-    bench_open(&b, o->complete_actions, o->no_copy);
+    bench_open(&b, o->complete_actions, o->no_copy, o->wire_nicsim);
     b.send_how = o->send_how;
     b.recv_how = o->recv_how;
-    bufs_open(&bf, size, 1);
+    bufs_open(&bf, size, w);
     verify(&b, &bf, MODE_STREAM);
     void (*unit)(bench *, bufs *) =
-        o->send_how == SEND_ISEND && o->recv_how == RECV_IRECV ? one_message : one_message_as;
+        stream ? stream_unit
+        : o->send_how == SEND_ISEND && o->recv_how == RECV_IRECV ? one_message
+                                                                 : one_message_as;
     if (o->send_how == SEND_INLINE && size > QUAY_INLINE_MAX)
         bench_die("--send inline takes at most %d bytes", QUAY_INLINE_MAX);
-    for (int i = 0; i < 1000; i++) /* warm-up: pools, branch history */
+    for (uint64_t i = 0; i < 1000 / w + 1; i++) /* warm-up: pools, branch history */
         unit(&b, &bf);
     bench_cg_start();
     bench_cg_toggle();
-    for (uint64_t i = 0; i < n; i++)
+    for (uint64_t i = 0; i < units; i++)
         unit(&b, &bf);
     bench_cg_toggle();
     bench_cg_stop();
-    printf("callgrind: %llu messages of %zu bytes bracketed (callgrind.h %s, "
-           "wire payload copy %s, sends by %s, receives by %s)\n",
-           (unsigned long long)n, size, BENCH_HAVE_CALLGRIND ? "yes" : "no",
+    printf("callgrind: %llu messages of %zu bytes bracketed (%s; callgrind.h %s, "
+           "wire %s, wire payload copy %s, sends by %s, receives by %s)\n",
+           (unsigned long long)n, size, stream ? "stream" : "one at a time",
+           BENCH_HAVE_CALLGRIND ? "yes" : "no", o->wire_nicsim ? "nicsim" : "mem",
            o->no_copy ? "off" : "on", send_name(o->send_how), recv_name(o->recv_how));
     printf("callgrind_msgs=%llu\n", (unsigned long long)n);
     bufs_close(&b, &bf);
@@ -565,10 +625,14 @@ int main(int argc, char **argv)
         printf("bench,mode,size,protocol,window,complete_actions,msgs,reps,"
                "ns_per_msg_min,ns_per_msg_median,msgs_per_s,mbytes_per_s\n");
     } else {
-        printf("# bench_engine: 2 engines, zero-latency in-memory wire (header+payload\n"
-               "# copied once per SEND), completion by %s; eager_max %zu, frag %zu;\n"
+        printf("# bench_engine: 2 engines, %s, completion by %s;\n"
+               "# eager_max %zu, frag %zu;\n"
                "# sends by %s, receives by %s.\n"
                "# ns/msg: best (min) and median of %u runs; pingpong ns/msg = RTT/2.\n",
+               o.wire_nicsim ? "wired by nicsim (FIFO links, zero latency, auto_pull; the\n"
+                               "# packet copied onto its link)"
+                             : "zero-latency in-memory wire (header+payload\n"
+                               "# copied once per SEND)",
                o.complete_actions ? "COMPLETE actions + quay_req_test" : "quay_req_test",
                dflt.eager_max, dflt.frag_size,
                o.send_how == SEND_INLINE
@@ -592,7 +656,7 @@ int main(int argc, char **argv)
             uint64_t msgs = rounds * per;
             bench b;
             bufs bf;
-            bench_open(&b, o.complete_actions, o.no_copy);
+            bench_open(&b, o.complete_actions, o.no_copy, o.wire_nicsim);
             b.send_how = o.send_how;
             b.recv_how = o.recv_how;
             bufs_open(&bf, size, window);
@@ -615,7 +679,8 @@ int main(int argc, char **argv)
             const char *mname = mode == MODE_PINGPONG ? "pingpong" : "stream";
             char lbl[32];
             if (o.csv)
-                printf("engine,%s,%zu,%s,%u,%d,%llu,%u,%.1f,%.1f,%.0f,%.1f\n", mname,
+                printf("%s,%s,%zu,%s,%u,%d,%llu,%u,%.1f,%.1f,%.0f,%.1f\n",
+                       o.wire_nicsim ? "engine_nicsim" : "engine", mname,
                        size, proto, window, o.complete_actions,
                        (unsigned long long)msgs, o.reps, best, med, mps, mbs);
             else

@@ -102,7 +102,7 @@ cg_flat() {
             k = split(line, p, ":"); fn = p[k]
             file = substr(line, 1, length(line) - length(fn) - 1)
             if (fn ~ /mem(cpy|move)/) cls = "memcpy"
-            else if (file ~ /(^|\/)bench\//) cls = "harness"
+            else if (file ~ /(^|\/)(bench|adapters\/nicsim)\//) cls = "harness"
             else if (file ~ /(^|\/)src\//) cls = "engine"
             else cls = "other"
             self[fn] += ir
@@ -156,54 +156,51 @@ get() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" <<<"$2"; }
 
 if [ "$WHAT" != match ]; then
     echo "== engine: $ITERS eager 8-byte messages end to end ($ENGINE_BIN --callgrind)"
-    for variant in copy no-copy inline lean; do
+    summary=()
+    for variant in copy no-copy inline lean stream stream-lean nicsim; do
         name=engine-$variant
         extra=()
-        [ $variant = no-copy ] && extra=(--no-copy)
-        [ $variant = inline ] && extra=(--send inline)
-        [ $variant = lean ] && extra=(--send inline --recv persistent)
+        case $variant in
+        copy) what="quay_isend, wire payload copy on" ;;
+        no-copy) extra=(--no-copy)
+            what="quay_isend, wire payload copy off (--no-copy)" ;;
+        inline) extra=(--send inline)
+            what="quay_send_inline (no send request; one-iovec packet handed over as it is)" ;;
+        lean) extra=(--send inline --recv persistent)
+            what="quay_send_inline + a persistent receive started by quay_start" ;;
+        stream) extra=(--mode stream --window 64)
+            what="stream: rounds of 64 (64 irecv, 64 isend, one pump, test + free)" ;;
+        stream-lean) extra=(--mode stream --window 64 --send inline --recv persistent)
+            what="stream of 64, quay_send_inline + persistent receives" ;;
+        nicsim) extra=(--wire nicsim)
+            what="quay_isend, packets carried by nicsim (FIFO, zero latency; the simulator counts as wire)" ;;
+        esac
         msgs=$(cg_run "$name" "$ENGINE_BIN" --callgrind --iters "$ITERS" --size 8 "${extra[@]}")
         cg_flat "$OUT/$name.out" >"$OUT/$name.flat"
         s=$(summarize "$OUT/$name.flat" "$msgs")
         echo
-        case $variant in
-        copy) what="quay_isend, wire payload copy on" ;;
-        no-copy) what="quay_isend, wire payload copy off (--no-copy)" ;;
-        inline) what="quay_send_inline (no send request; one-iovec packet handed over as it is)" ;;
-        lean) what="quay_send_inline + a persistent receive started by quay_start" ;;
-        esac
         echo "-- $what, $msgs messages, $OUT/$name.out"
-        printf '   per message: total %s, memcpy/memmove %s, bench wire+pump %s, engine %s\n' \
+        printf '   per message: total %s, memcpy/memmove %s, wire (bench loop or nicsim) %s, engine %s\n' \
             "$(get total "$s")" "$(get memcpy "$s")" "$(get harness "$s")" "$(get engine "$s")"
         x=$(awk -v t="$(get total "$s")" -v m="$(get memcpy "$s")" 'BEGIN { printf "%.1f", t - m }')
         echo "instructions per eager message end to end (excluding payload memcpy): $x"
         echo "   of which engine (quay_* calls, libc memcpy excluded): $(get engine "$s");" \
-            "bench wire/pump loop: $(get harness "$s")"
+            "wire: $(get harness "$s")"
         echo "   top $TOP functions, self Ir per message (class: engine/harness/memcpy/other):"
         top "$OUT/$name.flat" "$msgs" | sed 's/^/   /'
         echo "   public entry points called by the bench (inclusive, with any memcpy inside):"
         echo "     Ir/msg  calls/msg  Ir/call  function"
         entry_points "$OUT/$name.out" "$msgs" | sed 's/^/   /'
-        if [ $variant = copy ]; then
-            verdict_x=$x
-            verdict_engine=$(get engine "$s")
-        elif [ $variant = inline ]; then
-            inline_x=$x
-            inline_engine=$(get engine "$s")
-        elif [ $variant = lean ]; then
-            lean_x=$x
-            lean_engine=$(get engine "$s")
-        fi
+        summary+=("$variant $x $(get engine "$s") $(get harness "$s")")
     done
     echo
-    awk -v x="$verdict_x" -v e="$verdict_engine" -v ix="$inline_x" -v ie="$inline_engine" \
-        -v lx="$lean_x" -v le="$lean_engine" 'BEGIN {
-        printf "target (DESIGN §9): <= 300 instructions per eager message: %s (%.1f end to end, %.2fx the target; engine alone %.1f)\n",
-            (x <= 300 ? "MET" : "MISSED"), x, x / 300, e
-        printf "   sent by quay_send_inline: %s (%.1f end to end, %.2fx; engine alone %.1f)\n",
-            (ix <= 300 ? "MET" : "MISSED"), ix, ix / 300, ie
-        printf "   quay_send_inline + persistent receive: %s (%.1f end to end, %.2fx; engine alone %.1f)\n",
-            (lx <= 300 ? "MET" : "MISSED"), lx, lx / 300, le }'
+    echo "summary: instructions per eager message (target, DESIGN §9: <= 300 end to end)"
+    printf '   %-12s %12s %8s %8s  %s\n' variant "end to end" engine wire "vs 300"
+    for row in "${summary[@]}"; do
+        read -r v x e h <<<"$row"
+        awk -v v="$v" -v x="$x" -v e="$e" -v h="$h" 'BEGIN {
+            printf "   %-12s %12.1f %8.1f %8.1f  %s %.2fx\n", v, x, e, h, (x <= 300 ? "MET" : "MISSED"), x / 300 }'
+    done
     echo
 fi
 
