@@ -204,6 +204,9 @@ static uint32_t rid_of(fe *f, int32_t p, uint32_t sreq)
     return r->rreq;
 }
 
+static void send_train(fe *f, int32_t p, const wire_hdr *h, const uint8_t *payload,
+                       size_t plen, int inorder, uint8_t sm);
+
 void fe_op_env(fe *f, fz_in *in)
 {
     int32_t p = fe_peer_of(f, fz_u8(in));
@@ -237,7 +240,40 @@ void fe_op_env(fe *f, fz_in *in)
                                                                 : sizeof payload - QUAY_MAX_HEADER;
         fe_pattern(payload, plen, h.sreq);
     }
+    if (h.type == QUAY_PKT_EAGER && (kind & 0xC0) == 0xC0) {
+        send_train(f, p, &h, payload, plen, inorder, sm);
+        return;
+    }
     send_hdr(f, p, &h, payload, plen, inorder);
+}
+
+/* A train (coalesced EAGERs, WIRE_F_MORE on all but the last) of 2 to 4
+ * copies of h with consecutive numbers and tags; `sm`'s high bits may
+ * break its shape (MORE on the last, or missing in the middle). */
+static void send_train(fe *f, int32_t p, const wire_hdr *h, const uint8_t *payload,
+                       size_t plen, int inorder, uint8_t sm)
+{
+    uint8_t b[FE_PKT_MAX];
+    int k = 2 + (sm >> 2) % 3, i;
+    size_t n = 0;
+    wire_hdr e = *h;
+    for (i = 0; i < k; i++) {
+        e.flags = (uint16_t)(h->flags | (i < k - 1 ? WIRE_F_MORE : 0));
+        if ((sm & 0xC0) == 0x40 && i == k - 1)
+            e.flags |= WIRE_F_MORE; /* promises more at the end */
+        if ((sm & 0xC0) == 0x80 && i == 0)
+            e.flags &= (uint16_t)~WIRE_F_MORE; /* bytes left over */
+        e.seq = h->seq + (uint32_t)i;
+        e.tag = (h->tag + i) % 16;
+        if (n + WIRE_ENV_LEN + plen > sizeof b)
+            break; /* no room: the last one built promised more (malformed) */
+        size_t m = build(&e, b + n, payload, plen);
+        if (m == 0)
+            break;
+        n += m;
+    }
+    if (n != 0 && deliver(f, p, b, n) && inorder)
+        f->peers[p].tx_seq += (uint32_t)i;
 }
 
 static const fe_out *out_pick(fe *f, uint8_t k)

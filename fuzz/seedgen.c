@@ -786,7 +786,7 @@ static void dicts(void)
          "any_flag=\"\\x01\\x0c\"\nrtr_any=\"\\x01\\x0d\"\nuna_any=\"\\x01\\x0e\"\n"
          "disable_any=\"\\x01\\x0f\"\n"
          "f_sync=\"\\x01\\x00\"\nf_ready=\"\\x02\\x00\"\n"
-         "f_key=\"\\x04\\x00\"\nf_put_ok=\"\\x08\\x00\"\n"
+         "f_key=\"\\x04\\x00\"\nf_put_ok=\"\\x08\\x00\"\nf_more=\"\\x10\\x00\"\n"
          "any_tag=\"\\xff\\xff\\xff\\xff\"\nenotposted=\"\\x2f\\xff\\xff\\xff\"\n"
          "epeer=\"\\x30\\xff\\xff\\xff\"\neproto=\"\\x2e\\xff\\xff\\xff\"\n"
          "estate=\"\\x2d\\xff\\xff\\xff\"\nctx_coll=\"\\x00\\x00\\x00\\x80\"\n"
@@ -813,6 +813,8 @@ static void dicts(void)
             {"env_eager", {FE_ENV, 1, 0, 1, 2, 0}, 6},
             {"env_rts", {FE_ENV, 1, 3, 1, 7, 0}, 6},
             {"env_rts_key", {FE_ENV, 1, 11, 1, 8, 0}, 6},
+            {"env_train", {FE_ENV, 1, 0xC0, 1, 2, 4}, 6},
+            {"env_train_bad", {FE_ENV, 1, 0xC0, 1, 2, 0x44}, 6},
             {"respond", {FE_RESPOND, 0, 1, 0}, 4},
             {"respond_key", {FE_RESPOND, 0, 2, 0}, 4},
             {"echo", {FE_ECHO, 0, 0}, 3},

@@ -5,7 +5,11 @@
  * and late receives, truncation, order against quay_isend before and
  * after it, when it answers QUAY_EBUSY (and quay_isend then takes the
  * message), argument errors, failed peers (refused; queued packets
- * dropped), the trace, and that nothing leaks.
+ * dropped), the trace, and that nothing leaks. Subtests about single
+ * packets run with QUAY_CFG_NO_COALESCE; the train subtests (coalesced
+ * sends) check the packet's shape, delivery in every mix of posted and
+ * late receives, reordering, offering a train again after QUAY_EAGAIN,
+ * malformed trains, and the pool of train buffers running out.
  */
 #include <string.h>
 
@@ -18,6 +22,15 @@ static void check_clean(void)
 {
     tn_check_clean(&T);
     is_int(T.rejects, 0);
+}
+
+/* n engines that send one packet per inline send. */
+static void init_single(int n)
+{
+    quay_config cfg;
+    tn_config(&cfg, 0, n);
+    cfg.flags |= QUAY_CFG_NO_COALESCE;
+    tn_init(&T, n, &cfg);
 }
 
 static uint32_t outs_in_use(quay_engine *e)
@@ -98,7 +111,7 @@ static void t_late_zero_truncate(void)
  * leaves after them. Receives by ANY_TAG see the send order. */
 static void t_order_with_isend(void)
 {
-    tn_init(&T, 2, NULL);
+    init_single(2);
     uint8_t v[6];
     quay_req *s[6] = {0};
     for (int i = 0; i < 6; i++)
@@ -140,7 +153,7 @@ static void t_order_with_isend(void)
 /* Reordered on the wire: the receiver still matches in send order. */
 static void t_reordered(void)
 {
-    tn_init(&T, 2, NULL);
+    init_single(2);
     uint8_t v[3] = {1, 2, 3}, b[3] = {0};
     for (int i = 0; i < 3; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], &v[i], 1, 1, 7), 0);
@@ -169,6 +182,7 @@ static void t_busy(void)
         tn_config(&cfg[r], r, 2);
         cfg[r].eager_max = 16;
         cfg[r].max_out = 2;
+        cfg[r].flags |= QUAY_CFG_NO_COALESCE;
     }
     tn_init_each(&T, 2, cfg, 1);
     uint8_t b[QUAY_INLINE_MAX + 1] = {0};
@@ -246,7 +260,7 @@ static void t_args(void)
  * are dropped (nobody waits on them), those for others still leave. */
 static void t_failed_peer(void)
 {
-    tn_init(&T, 3, NULL);
+    init_single(3);
     uint8_t b[4] = {1, 2, 3, 4};
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 1, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 2, 0), 0);

@@ -170,6 +170,9 @@ enum {
     QUAY_CFG_CHECK_ORACLE = 1u << 1,
     /** Use the linear oracle as the matcher (for comparison benchmarks). */
     QUAY_CFG_LINEAR_MATCH = 1u << 2,
+    /** Never coalesce quay_send_inline messages into one packet (see
+     *  quay_send_inline): one SEND action per message. */
+    QUAY_CFG_NO_COALESCE = 1u << 3,
 };
 
 #define QUAY_CONFIG_VERSION 6
@@ -516,6 +519,9 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
 
 /** Largest payload quay_send_inline takes (bytes). */
 #define QUAY_INLINE_MAX 64
+/** Largest coalesced packet of quay_send_inline messages (bytes; further
+ *  capped by max_packet). */
+#define QUAY_TRAIN_MAX 1024
 
 /**
  * Send a small standard-mode message by copy, with no request: the engine
@@ -535,6 +541,15 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
  * declared failed), QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG, or the engine's
  * fatal code. Like MPI's standard send once it has returned, the sender
  * hears nothing more about the message (a peer failing later included).
+ *
+ * Coalescing: a message to the same peer as the last inline packet still
+ * waiting for quay_next_action is appended to that packet (a "train" of
+ * messages, each with its own envelope; up to QUAY_TRAIN_MAX bytes and
+ * max_packet), so a burst of small sends costs one SEND action, one
+ * transport send and one op_done. The train's second and later messages
+ * are its SEND's iov[1]. Nothing waits to fill a train: a pull takes what
+ * is there. The receiver takes a train as that many packets in a row.
+ * QUAY_CFG_NO_COALESCE turns this off.
  */
 QUAY_API int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf,
                               size_t len, int32_t dst, int32_t tag);

@@ -33,12 +33,14 @@ static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
  * completes. Anything else — held packets pending, flags, no posted
  * receive, unknown context — takes the general path, which re-reads the
  * packet from scratch; nothing is changed before the decision.
+ * `flags_ok`: envelope flags taken here (WIRE_F_MORE for a train's
+ * messages, else 0).
  */
 static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
-                                            size_t len)
+                                            size_t len, uint16_t flags_ok)
 {
     if (len < WIRE_ENV_LEN || b[0] != WIRE_VERSION || b[1] != QUAY_PKT_EAGER ||
-        wire_get16(b + 2) != 0)
+        (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
         return EAGER_NOT_FAST;
     peer_state *ps = &e->peers[peer];
     if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)

@@ -127,6 +127,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
                   !(c->transport_caps & QUAY_CAP_MULTI_SEND);
     e->p2p_plain = e->rtr_pool == NULL && e->aslots == NULL;
     e->inline_plain = e->tx_plain && e->p2p_plain;
+    if (rc == 0)
+        rc = train_init(e);
     e->eager_max = c->eager_max;
     e->complete_actions = (c->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     *pe = e; /* even on failure: the caller frees it */
@@ -140,6 +142,7 @@ static void channel_free(quay_engine *e)
     context_free_heap(e);
     match_fini(e);
     out_fini(e);
+    train_fini(e);
     mem_fini(e);
     rtr_fini(e);
     arb_fini(e);
@@ -210,6 +213,10 @@ int32_t quay_engine_size(const quay_engine *e) { return e ? e->nranks : -1; }
 
 /* ---- arrivals --------------------------------------------------------------- */
 
+/* engine_recv after decoding: h's header is hl bytes of b[0..len). */
+static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *ph, int hl,
+                               const uint8_t *b, size_t len, const uint8_t *payload);
+
 int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
                 const uint8_t *payload)
 {
@@ -217,6 +224,13 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     int hl = wire_decode(b, len, &h);
     if (hl < 0)
         return hl;
+    return engine_recv_decoded(e, peer, &h, hl, b, len, payload);
+}
+
+static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *ph, int hl,
+                               const uint8_t *b, size_t len, const uint8_t *payload)
+{
+    wire_hdr h = *ph;
     size_t plen = len - (size_t)hl;
     if (plen > e->cfg.max_packet - (size_t)hl)
         return QUAY_EPROTO; /* larger than this transport's packets */
@@ -274,12 +288,18 @@ static quay_engine *packet_channel(quay_engine *root, const uint8_t *b, size_t l
     return ch < root->nchans ? root->chans[ch] : root;
 }
 
+/* 1 if the packet is a train: an EAGER flagged WIRE_F_MORE. */
+static inline int is_train(const uint8_t *b, size_t len)
+{
+    return len >= 4 && b[1] == QUAY_PKT_EAGER && (wire_get16(b + 2) & WIRE_F_MORE);
+}
+
 /* Count, trace and follow up a packet's verdict rc (0: consumed). */
 static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
 {
     if (rc == 0) {
         e->st.pkts_in++;
-        if (e->trace_fn)
+        if (e->trace_fn && !is_train(bytes, len)) /* (a train's: train_arrival) */
             trace_wire(e, QUAY_TR_PKT_IN, peer, bytes, len, 0);
     } else if (rc == QUAY_EAGAIN) {
         e->st.pkts_deferred++;
@@ -293,6 +313,89 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
     if (e->fatal)
         return e->fatal;
     return rc;
+}
+
+/* ---- trains (coalesced inline sends, inline.c) ------------------------------ */
+
+/* The train's shape, before anything is taken: EAGERs back to back, each
+ * length within what is left, WIRE_F_MORE on every one but the last, the
+ * last ending the packet. */
+static int train_check(const quay_engine *e, const uint8_t *b, size_t len)
+{
+    if (len > e->cfg.max_packet)
+        return QUAY_EPROTO;
+    size_t off = 0;
+    for (;;) {
+        size_t rem = len - off;
+        const uint8_t *p = b + off;
+        if (rem < WIRE_ENV_LEN || p[0] != WIRE_VERSION || p[1] != QUAY_PKT_EAGER)
+            return QUAY_EPROTO;
+        uint64_t mlen = wire_get64(p + 24);
+        if (mlen > rem - WIRE_ENV_LEN)
+            return QUAY_EPROTO;
+        size_t n = WIRE_ENV_LEN + (size_t)mlen;
+        int more = (wire_get16(p + 2) & WIRE_F_MORE) != 0;
+        if (more == (n == rem))
+            return QUAY_EPROTO; /* more promised and none left, or bytes left over */
+        if (!more)
+            return 0;
+        off += n;
+    }
+}
+
+/* A message of a train offered again (the train was answered QUAY_EAGAIN)
+ * that an earlier offer took: behind the peer's next expected number, in
+ * its turn but held (a blocked drain), or held ahead of its turn. */
+static int train_taken(const quay_engine *e, int32_t peer, uint32_t seq)
+{
+    const peer_state *ps = &e->peers[peer];
+    uint32_t d = seq - ps->rx_seq;
+    if (d == 0)
+        return ps->drain_blocked;
+    if (d >= 0x80000000u)
+        return 1;
+    for (const qlink *n = ps->held.next; n != &ps->held; n = n->next)
+        if (QUAY_CONTAINER_OF(n, umsg, blink)->seq == seq)
+            return 1;
+    return 0;
+}
+
+/*
+ * A train from `peer` (engine without flow control, healthy, peer neither
+ * us nor failed): each message taken as a packet of its own, in order.
+ * Returns 0 (all taken), QUAY_EAGAIN (one was refused for room: it and the
+ * ones behind it were not taken; offered again, the train's messages
+ * already taken are recognised by their numbers and skipped), the first
+ * rejection's code (the others were still taken), or a fatal code.
+ */
+static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
+{
+    int rc = train_check(e, b, len);
+    if (rc != 0)
+        return rc;
+    int first = 0;
+    size_t n;
+    for (size_t off = 0; off < len; off += n) {
+        const uint8_t *p = b + off;
+        n = WIRE_ENV_LEN + (size_t)wire_get64(p + 24);
+        if (train_taken(e, peer, wire_get32(p + 4)))
+            continue;
+        rc = eager_arrival(e, peer, p, n, WIRE_F_MORE);
+        if (rc == EAGER_NOT_FAST) {
+            wire_hdr h;
+            int hl = wire_decode_train(p, n, &h);
+            rc = hl < 0 ? hl : engine_recv_decoded(e, peer, &h, hl, p, n, NULL);
+        }
+        if (e->fatal)
+            return e->fatal;
+        if (rc == QUAY_EAGAIN)
+            return rc;
+        if (rc == 0 && e->trace_fn)
+            trace_pkt(e, QUAY_TR_PKT_IN, QUAY_PKT_EAGER, peer, 0, wire_get32(p + 4), 0);
+        if (rc != 0 && first == 0)
+            first = rc;
+    }
+    return first;
 }
 
 /* quay_on_packet, all of it; `tried`: eager_fast_arrival already said
@@ -318,6 +421,8 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
         }
     } else if (peer == e->rank) {
         rc = QUAY_ESTATE; /* self traffic never travels (chan_on_packet: EPROTO) */
+    } else if (is_train(bytes, len)) {
+        rc = train_arrival(e, peer, bytes, len);
     } else {
         rc = tried ? EAGER_NOT_FAST : eager_fast_arrival(e, peer, bytes, len);
         if (rc == EAGER_NOT_FAST)
@@ -336,7 +441,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     if (e != NULL && bytes != NULL && e->nchans == 1 && !e->flow && e->fatal == 0 &&
         peer >= 0 && peer < e->nranks && peer != e->rank && e->nfailed == 0) {
         tried = 1;
-        int rc = eager_arrival(e, peer, bytes, len);
+        int rc = eager_arrival(e, peer, bytes, len, 0);
         if (rc == 0 && !e->trace_fn && !coll_due(e)) {
             e->st.pkts_in++;
             return e->fatal;

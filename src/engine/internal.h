@@ -328,6 +328,11 @@ typedef struct qout {
     /* RDMA actions: the peer's key and offset (payload is the local side) */
     uint64_t rkey;
     uint64_t roff;
+    /* quay_send_inline's train (inline.c): the messages coalesced behind
+     * the first, in a buffer of the engine's train pool, sent as the
+     * payload iovec; train_last is the offset of the last one's header */
+    uint8_t *train;
+    uint16_t train_last;
     /* channel frame, then the engine header at OUT_HDR(o); an inline
      * send's payload right behind its header (one iovec) */
     uint8_t hdr[CHAN_FRAME_LEN + QOUT_HDR_MAX];
@@ -459,6 +464,12 @@ struct quay_engine {
     qout *loop_head, *loop_tail; /* SENDs to self, processed in order */
     qout *inq_head, *inq_tail;   /* quay_send_inline packets, in send order,
                                     pulled before the txq (inline.c) */
+    uint8_t *train_mem;  /* the train pool: TRAIN_BUFS buffers of
+                            train_room bytes (inline.c); NULL: no trains */
+    uint8_t **train_free;
+    uint32_t ntrain_free;
+    uint32_t train_room; /* bytes a train may add behind its first message */
+    uint32_t train_limit;/* largest train packet: min(QUAY_TRAIN_MAX, max_packet) */
     qlink txq;           /* requests with packets to emit */
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     qlink rdmaq;         /* one-sided requests waiting for their action */
@@ -993,6 +1004,22 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status);
 /* ---- inline sends (inline.c) --------------------------------------------- */
 /** Drop the queued inline packets to `peer` (it failed). */
 void inq_drop_peer(quay_engine *e, int32_t peer);
+/** The train pool, made once the engine's kind is known (no trains without
+ *  inline sends, or under QUAY_CFG_NO_COALESCE); freed by train_fini. */
+int train_init(quay_engine *e);
+void train_fini(quay_engine *e);
+/** An inline send's packet is over (op_done, or its peer failed): its
+ *  train buffer, if any, and the descriptor go back. */
+static inline void inline_out_put(quay_engine *e, qout *o)
+{
+    if (o->train != NULL) {
+        e->train_free[e->ntrain_free++] = o->train;
+        o->train = NULL;
+        o->payload = NULL;
+        o->payload_len = 0;
+    }
+    out_put(e, o);
+}
 
 /* ---- peer failure (failure.c) ------------------------------------------- */
 /** Declare `peer` failed: abandon its packets, complete every request that

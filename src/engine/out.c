@@ -131,7 +131,7 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
             return QUAY_ESTATE; /* more op_dones than transmissions */
         chan_on_op_done(e, o, status);
     } else if (o->req == NULL && o->pkt == QUAY_PKT_EAGER) {
-        out_put(e, o); /* an inline send's: nothing waits on it */
+        inline_out_put(e, o); /* an inline send's: nothing waits on it */
     } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
         /* The hot path [DESIGN §9]: out_release + req_progress for an
          * eager send's packet, req_progress's common case first. */
@@ -678,8 +678,15 @@ static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
         e->inq_tail = NULL;
     o->next = NULL;
     e->st.pkts_out++;
-    if (e->trace_fn)
+    if (e->trace_fn) {
+        /* one PKT_OUT per message, a train's included */
         trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq, 0);
+        for (size_t off = 0; off < o->payload_len;) {
+            const uint8_t *h = o->train + off;
+            trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, wire_get32(h + 4), 0);
+            off += WIRE_ENV_LEN + (size_t)wire_get64(h + 24);
+        }
+    }
     fill_send(e, o, a);
     return 1;
 }

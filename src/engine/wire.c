@@ -76,7 +76,20 @@ static int any_decode(const uint8_t *b, size_t payload, wire_hdr *h)
     }
 }
 
+/* wire_decode; `more` admits WIRE_F_MORE on an EAGER (a train's message). */
+static int decode(const uint8_t *b, size_t len, wire_hdr *h, uint16_t more);
+
 int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
+{
+    return decode(b, len, h, 0);
+}
+
+int wire_decode_train(const uint8_t *b, size_t len, wire_hdr *h)
+{
+    return decode(b, len, h, WIRE_F_MORE);
+}
+
+static int decode(const uint8_t *b, size_t len, wire_hdr *h, uint16_t more)
 {
     if (b == NULL || len < 4)
         return QUAY_EPROTO;
@@ -92,7 +105,7 @@ int wire_decode(const uint8_t *b, size_t len, wire_hdr *h)
     switch (h->type) {
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS:
-        if ((h->flags & ~(h->type == QUAY_PKT_RTS ? WIRE_RTS_FLAGS : WIRE_ENV_FLAGS)) ||
+        if ((h->flags & ~(h->type == QUAY_PKT_RTS ? WIRE_RTS_FLAGS : WIRE_ENV_FLAGS | more)) ||
             (h->flags & WIRE_ENV_FLAGS) == WIRE_ENV_FLAGS)
             return QUAY_EPROTO; /* unknown bits, or sync and ready at once */
         h->seq = wire_get32(b + 4);

@@ -39,6 +39,12 @@
 /* RTS: the sender can write into a key the receiver gives in its CTS. */
 #define WIRE_F_PUT_OK 0x8u
 #define WIRE_RTS_FLAGS (WIRE_ENV_FLAGS | WIRE_F_KEY | WIRE_F_PUT_OK)
+/* EAGER: another EAGER follows in the same packet (a train of coalesced
+ * messages; every one but the last carries it). Each is decoded alone,
+ * its length exact (wire_decode_train); only the packet's top level splits
+ * a train (engine.c), so inside a channel frame (flow control) wire_decode
+ * rejects it. */
+#define WIRE_F_MORE 0x10u
 /* FIN: from the sender (it wrote the data) to the receiver; without it,
  * from the receiver (it read the data) to the sender. */
 #define WIRE_F_TO_RECV 0x1u
@@ -86,6 +92,11 @@ typedef struct wire_hdr {
  * is consistent with the header (EAGER: equals len; DATA: > 0; others: 0).
  */
 int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
+
+/** One message of a train (an EAGER cut from a packet whose messages carry
+ *  WIRE_F_MORE): wire_decode, with WIRE_F_MORE admitted on an EAGER. A
+ *  packet on its own never carries it (wire_decode: QUAY_EPROTO). */
+int wire_decode_train(const uint8_t *bytes, size_t len, wire_hdr *h);
 
 /** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
 size_t wire_encode(const wire_hdr *h, uint8_t *out);
