@@ -670,6 +670,17 @@ static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
 
 /* The oldest quay_send_inline packet (inline.c), header and payload in
  * one piece: queued only while the txq was empty, so it goes first. */
+/* One PKT_OUT per message of an inline packet, a train's included. */
+static QUAY_NOINLINE void trace_inline_out(quay_engine *e, const qout *o)
+{
+    trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq, 0);
+    for (size_t off = 0; off < o->payload_len;) {
+        const uint8_t *h = o->train + off;
+        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, wire_get32(h + 4), 0);
+        off += WIRE_ENV_LEN + (size_t)wire_get64(h + 24);
+    }
+}
+
 static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
 {
     qout *o = e->inq_head;
@@ -678,15 +689,8 @@ static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
         e->inq_tail = NULL;
     o->next = NULL;
     e->st.pkts_out++;
-    if (e->trace_fn) {
-        /* one PKT_OUT per message, a train's included */
-        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq, 0);
-        for (size_t off = 0; off < o->payload_len;) {
-            const uint8_t *h = o->train + off;
-            trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, wire_get32(h + 4), 0);
-            off += WIRE_ENV_LEN + (size_t)wire_get64(h + 24);
-        }
-    }
+    if (e->trace_fn)
+        trace_inline_out(e, o);
     fill_send(e, o, a);
     return 1;
 }
