@@ -214,7 +214,7 @@ int32_t quay_engine_size(const quay_engine *e) { return e ? e->nranks : -1; }
 /* ---- arrivals --------------------------------------------------------------- */
 
 /* engine_recv after decoding: h's header is hl bytes of b[0..len). */
-static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *ph, int hl,
+static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
                                const uint8_t *b, size_t len, const uint8_t *payload);
 
 int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
@@ -227,16 +227,15 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     return engine_recv_decoded(e, peer, &h, hl, b, len, payload);
 }
 
-static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *ph, int hl,
+static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
                                const uint8_t *b, size_t len, const uint8_t *payload)
 {
-    wire_hdr h = *ph;
     size_t plen = len - (size_t)hl;
     if (plen > e->cfg.max_packet - (size_t)hl)
         return QUAY_EPROTO; /* larger than this transport's packets */
     if (payload == NULL)
         payload = b + hl;
-    switch (h.type) {
+    switch (h->type) {
     case QUAY_PKT_EAGER:
     case QUAY_PKT_RTS:
     case QUAY_PKT_CANCEL_REQ:
@@ -247,12 +246,12 @@ static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *ph,
     case QUAY_PKT_RTR_ANY:
     case QUAY_PKT_UNA_ANY:
     case QUAY_PKT_DISABLE_ANY:
-        return seq_on_packet(e, peer, &h, payload, plen);
-    case QUAY_PKT_CTS: return rndv_on_cts(e, peer, &h);
-    case QUAY_PKT_DATA: return rndv_on_data(e, peer, &h, payload, plen);
-    case QUAY_PKT_ACK: return eager_on_ack(e, peer, &h);
-    case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, &h);
-    case QUAY_PKT_FIN: return rndv_on_fin(e, peer, &h);
+        return seq_on_packet(e, peer, h, payload, plen);
+    case QUAY_PKT_CTS: return rndv_on_cts(e, peer, h);
+    case QUAY_PKT_DATA: return rndv_on_data(e, peer, h, payload, plen);
+    case QUAY_PKT_ACK: return eager_on_ack(e, peer, h);
+    case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, h);
+    case QUAY_PKT_FIN: return rndv_on_fin(e, peer, h);
     default: return QUAY_EPROTO; /* wire_decode admits no other type */
     }
 }
