@@ -33,13 +33,6 @@ static void init_single(int n)
     tn_init(&T, n, &cfg);
 }
 
-static uint32_t outs_in_use(quay_engine *e)
-{
-    quay_stats st;
-    quay_engine_stats(e, &st);
-    return st.outs_in_use;
-}
-
 /* The SEND action: one iovec of envelope + payload; the buffer may change
  * right after the call; the receive gets the bytes of the call. */
 static void t_shape_and_delivery(void)
@@ -53,7 +46,7 @@ static void t_shape_and_delivery(void)
     is_int(quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 9, &r), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], sb, sizeof sb, 1, 9), 0);
     memset(sb, 0xee, sizeof sb); /* the copy is taken: the buffer is free */
-    is_int(outs_in_use(T.e[0]), 1);
+    is_int(tn_outs_in_use(T.e[0]), 1);
     quay_action a;
     is_int(quay_next_action(T.e[0], &a), 1);
     is_int(a.kind, QUAY_ACT_SEND);
@@ -191,9 +184,9 @@ static void t_busy(void)
     is_int(quay_send_inline(T.e[0], T.world[0], b, 16, 1, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 16, 1, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 16, 1, 0), QUAY_EBUSY); /* max_out */
-    is_int(outs_in_use(T.e[0]), 2);
+    is_int(tn_outs_in_use(T.e[0]), 2);
     tn_pump(&T);
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     quay_req *r[2];
     for (int i = 0; i < 2; i++)
         is_int(quay_irecv(T.e[1], T.world[1], b, 16, 0, 0, &r[i]), 0);
@@ -215,7 +208,7 @@ static void t_busy(void)
     tn_fini(&T);
     tn_init(&T, 2, NULL);
     is_int(quay_send_inline(T.e[0], T.world[0], b, QUAY_INLINE_MAX + 1, 1, 0), QUAY_EBUSY);
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     tn_fini(&T);
 }
 
@@ -233,7 +226,7 @@ static void t_args(void)
     is_int(quay_send_inline(T.e[0], T.world[0], b, 8, QUAY_PROC_NULL, 0), 0);
     quay_action a;
     is_int(quay_next_action(T.e[0], &a), 0); /* PROC_NULL: nothing to send */
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     /* on a sub-communicator: comm ranks are mapped to world ranks */
     int32_t map[2] = {2, 0};
     quay_comm *sub[3] = {0};
@@ -265,9 +258,9 @@ static void t_failed_peer(void)
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 1, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 2, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 1, 0), 0);
-    is_int(outs_in_use(T.e[0]), 3);
+    is_int(tn_outs_in_use(T.e[0]), 3);
     is_int(quay_on_peer_failed(T.e[0], 1), 0);
-    is_int(outs_in_use(T.e[0]), 1);
+    is_int(tn_outs_in_use(T.e[0]), 1);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 1, 0), QUAY_EPEER);
     is_int(quay_send_inline(T.e[0], T.world[0], b, 4, 2, 1), 0); /* others: fine */
     is_int(tn_pull(&T, 0), 2);
@@ -282,7 +275,7 @@ static void t_failed_peer(void)
         ok(tn_good(r[i], 4));
         quay_req_free(T.e[2], r[i]);
     }
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     tn_fini(&T);
 }
 

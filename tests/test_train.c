@@ -22,13 +22,6 @@
 
 static testnet T;
 
-static uint32_t outs_in_use(quay_engine *e)
-{
-    quay_stats st;
-    quay_engine_stats(e, &st);
-    return st.outs_in_use;
-}
-
 /* In-flight packets from rank `from` to rank `to`. */
 static int npkts(int from, int to)
 {
@@ -68,7 +61,7 @@ static void t_shape(void)
     is_int(quay_send_inline(T.e[0], T.world[0], NULL, 0, 1, 3), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], c, sizeof c, 1, 4), 0);
     memset(b, 0xee, sizeof b); /* copied at the call */
-    is_int(outs_in_use(T.e[0]), 1);
+    is_int(tn_outs_in_use(T.e[0]), 1);
     quay_action act;
     is_int(quay_next_action(T.e[0], &act), 1);
     is_int(act.kind, QUAY_ACT_SEND);
@@ -96,7 +89,7 @@ static void t_shape(void)
     is_int(quay_irecv(T.e[1], T.world[1], NULL, 0, 0, 3, &r[2]), 0);
     is_int(quay_on_packet(T.e[1], 0, pkt, len), 0);
     is_int(quay_on_op_done(T.e[0], act.token, 0), 0);
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     is_int(quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 2, &r[1]), 0);
     is_int(quay_irecv(T.e[1], T.world[1], rc, sizeof rc, 0, 4, &r[3]), 0);
     tn_pump(&T);
@@ -440,7 +433,7 @@ static void t_pool_and_failure(void)
     is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 1, 0), 0);
     is_int(tn_pull(&T, 0), 2); /* no buffer: two packets */
     tn_done_all(&T);
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 1, 0), 0);
     is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 1, 0), 0);
     is_int(tn_pull(&T, 0), 1);
@@ -449,9 +442,9 @@ static void t_pool_and_failure(void)
     /* failure: the queued train to 2 is dropped, its buffer returned */
     for (int i = 0; i < 3; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 2, 0), 0);
-    is_int(outs_in_use(T.e[0]), 1);
+    is_int(tn_outs_in_use(T.e[0]), 1);
     is_int(quay_on_peer_failed(T.e[0], 2), 0);
-    is_int(outs_in_use(T.e[0]), 0);
+    is_int(tn_outs_in_use(T.e[0]), 0);
     for (int i = 0; i < 16; i++) { /* every buffer is there again */
         is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 1, 0), 0);
         is_int(quay_send_inline(T.e[0], T.world[0], v, 4, 1, 0), 0);

@@ -317,3 +317,10 @@ void tn_check_clean(const testnet *t)
                (unsigned long long)st.bytes_unexpected, st.held_out_of_order, st.ctrl_queued);
     }
 }
+
+uint32_t tn_outs_in_use(quay_engine *e)
+{
+    quay_stats st;
+    quay_engine_stats(e, &st);
+    return st.outs_in_use;
+}

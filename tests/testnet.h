@@ -92,6 +92,8 @@ void tn_lossy_step(testnet *t, uint64_t *rng, int loss_pct, uint32_t wide);
  *  descriptor, outgoing descriptor, unexpected byte, held packet or
  *  queued control reply (rejected packets are the caller's to check). */
 void tn_check_clean(const testnet *t);
+/** Outgoing descriptors engine e holds (quay_stats.outs_in_use). */
+uint32_t tn_outs_in_use(quay_engine *e);
 /** Deterministic payload: byte i of buffer `seed`. */
 void tn_fill(uint8_t *b, size_t n, int seed);
 /** 1 if r is complete (status in *st when st != NULL). */
