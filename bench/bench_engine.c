@@ -13,6 +13,9 @@
  * --send inline: sends of up to QUAY_INLINE_MAX bytes by quay_send_inline
  * (payload copied behind the header, no send request, one-iovec packet,
  * handed to the peer as it is); larger ones by quay_isend.
+ * --send copy: quay_isend on engines with QUAY_CFG_SEND_COPY (what the MPI
+ * binding runs): a send quay_send_inline would take is copied the same
+ * way and its request is complete at the call.
  *
  * Modes (--mode):
  *   pingpong  rank 1 has the ping's receive posted; rank 0 posts the
@@ -49,7 +52,7 @@
 #define BENCH_INLINE inline
 #endif
 
-enum { SEND_ISEND, SEND_INLINE, SEND_PERSIST };
+enum { SEND_ISEND, SEND_INLINE, SEND_PERSIST, SEND_COPY };
 enum { RECV_IRECV, RECV_PERSIST };
 
 typedef struct bench {
@@ -135,12 +138,15 @@ static BENCH_INLINE void pump(bench *b)
     }
 }
 
-static void bench_open(bench *b, int complete_actions, int no_copy, int wire_nicsim)
+static void bench_open(bench *b, int complete_actions, int no_copy, int wire_nicsim,
+                       int send_copy)
 {
     memset(b, 0, sizeof *b);
     quay_config cfg;
     quay_config_default(&cfg);
     cfg.flags = complete_actions ? QUAY_CFG_COMPLETE_ACTIONS : 0;
+    if (send_copy)
+        cfg.flags |= QUAY_CFG_SEND_COPY;
     bench_engines_new(&cfg, b->e, b->c);
     size_t body = cfg.eager_max > cfg.frag_size ? cfg.eager_max : cfg.frag_size;
     b->pkt_cap = QUAY_MAX_HEADER + body;
@@ -438,6 +444,7 @@ static const char *send_name(int how)
 {
     return how == SEND_INLINE    ? "quay_send_inline"
            : how == SEND_PERSIST ? "persistent requests"
+           : how == SEND_COPY    ? "quay_isend with QUAY_CFG_SEND_COPY"
                                  : "quay_isend";
 }
 
@@ -453,11 +460,11 @@ static void usage(void)
     fputs(
         "usage: bench_engine [--mode pingpong|stream|all] [--size S]... [--iters N]\n"
         "                    [--reps R] [--window W] [--csv] [--complete-actions]\n"
-        "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
+        "                    [--send isend|inline|copy|persistent] [--recv irecv|persistent]\n"
         "                    [--wire mem|nicsim]\n"
         "       bench_engine --callgrind [--iters N] [--size S] [--no-copy]\n"
         "                    [--mode stream [--window W]] [--wire mem|nicsim]\n"
-        "                    [--send isend|inline|persistent] [--recv irecv|persistent]\n"
+        "                    [--send isend|inline|copy|persistent] [--recv irecv|persistent]\n"
         "  --size S       message size (repeatable; K/M suffixes); default\n"
         "                 0 8 64 1K 8K 64K 1M\n"
         "  --iters N      messages per measurement (default: by size); with\n"
@@ -466,6 +473,8 @@ static void usage(void)
         "  --window W     stream: messages in flight per round (64)\n"
         "  --send inline  sends by quay_send_inline (no send request) where it\n"
         "                 takes them (<= QUAY_INLINE_MAX bytes), else quay_isend\n"
+        "  --send copy    quay_isend on engines with QUAY_CFG_SEND_COPY: the sends\n"
+        "                 --send inline would take complete at the call\n"
         "  --send persistent, --recv persistent\n"
         "                 persistent requests (quay_send_init / quay_recv_init),\n"
         "                 made once per buffer and started by quay_start\n"
@@ -526,6 +535,8 @@ static void parse(int argc, char **argv, opts *o)
                 o->send_how = SEND_INLINE;
             else if (strcmp(v, "persistent") == 0)
                 o->send_how = SEND_PERSIST;
+            else if (strcmp(v, "copy") == 0)
+                o->send_how = SEND_COPY;
             else if (strcmp(v, "isend") != 0)
                 usage();
         } else if (strcmp(a, "--wire") == 0 && v) {
@@ -578,7 +589,7 @@ static int run_callgrind(const opts *o)
     n = units * w;
     bench b;
     bufs bf;
-    bench_open(&b, o->complete_actions, o->no_copy, o->wire_nicsim);
+    bench_open(&b, o->complete_actions, o->no_copy, o->wire_nicsim, o->send_how == SEND_COPY);
     b.send_how = o->send_how;
     b.recv_how = o->recv_how;
     bufs_open(&bf, size, w);
@@ -656,7 +667,8 @@ int main(int argc, char **argv)
             uint64_t msgs = rounds * per;
             bench b;
             bufs bf;
-            bench_open(&b, o.complete_actions, o.no_copy, o.wire_nicsim);
+            bench_open(&b, o.complete_actions, o.no_copy, o.wire_nicsim,
+                       o.send_how == SEND_COPY);
             b.send_how = o.send_how;
             b.recv_how = o.recv_how;
             bufs_open(&bf, size, window);
@@ -674,6 +686,7 @@ int main(int argc, char **argv)
             double mps = 1e9 / best;
             double mbs = mps * (double)size / 1e6;
             const char *proto = o.send_how == SEND_INLINE && size <= QUAY_INLINE_MAX ? "inline"
+                                : o.send_how == SEND_COPY && size <= QUAY_INLINE_MAX ? "copy"
                                 : size <= dflt.eager_max                 ? "eager"
                                                                          : "rndv";
             const char *mname = mode == MODE_PINGPONG ? "pingpong" : "stream";

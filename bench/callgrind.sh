@@ -28,7 +28,10 @@
 # packet at the call, no send request, and the wire hands the one-iovec
 # packet over without copying it; a fourth also receives with a persistent
 # request (--recv persistent: quay_start per message, no allocation or
-# free).
+# free); send-copy sends by quay_isend on engines with QUAY_CFG_SEND_COPY
+# (the request complete at the call, as the MPI binding runs). The stream
+# variants send rounds of 64 (--mode stream), the nicsim one carries the
+# packets through the simulator (its instructions count as wire).
 #
 # Matcher: bench_match --callgrind, exact keys and 10 % ANY_SOURCE, posted
 # and unexpected queues, depth 1 and 10000 (fast matcher), and the linear
@@ -157,7 +160,7 @@ get() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" <<<"$2"; }
 if [ "$WHAT" != match ]; then
     echo "== engine: $ITERS eager 8-byte messages end to end ($ENGINE_BIN --callgrind)"
     summary=()
-    for variant in copy no-copy inline lean stream stream-lean nicsim; do
+    for variant in copy no-copy inline lean send-copy stream stream-lean stream-copy nicsim; do
         name=engine-$variant
         extra=()
         case $variant in
@@ -168,6 +171,10 @@ if [ "$WHAT" != match ]; then
             what="quay_send_inline (no send request; one-iovec packet handed over as it is)" ;;
         lean) extra=(--send inline --recv persistent)
             what="quay_send_inline + a persistent receive started by quay_start" ;;
+        send-copy) extra=(--send copy)
+            what="quay_isend on engines with QUAY_CFG_SEND_COPY (complete at the call) + quay_irecv" ;;
+        stream-copy) extra=(--mode stream --window 64 --send copy)
+            what="stream of 64, quay_isend with QUAY_CFG_SEND_COPY + quay_irecv (the MPI binding's way)" ;;
         stream) extra=(--mode stream --window 64)
             what="stream: rounds of 64 (64 irecv, 64 isend, one pump, test + free)" ;;
         stream-lean) extra=(--mode stream --window 64 --send inline --recv persistent)

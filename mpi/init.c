@@ -26,6 +26,10 @@ static void binding_config(quay_config *cfg)
     cfg->max_unexpected = 16384;
     cfg->max_comms = 1024;
     cfg->frag_size = 0; /* the runtime picks it for its transport */
+    /* MPI_Isend of a small standard message is over at the call (MPI lets
+     * a standard send complete once buffered): no request to progress,
+     * and a burst may leave as one packet. */
+    cfg->flags |= QUAY_CFG_SEND_COPY;
 }
 
 static int init_common(const char *fn, int required, int *provided)

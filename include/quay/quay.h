@@ -173,6 +173,14 @@ enum {
     /** Never coalesce quay_send_inline messages into one packet (see
      *  quay_send_inline): one SEND action per message. */
     QUAY_CFG_NO_COALESCE = 1u << 3,
+    /** quay_isend of a standard-mode message that quay_send_inline would
+     *  take copies it the same way and returns a request already complete
+     *  (MPI lets a standard send complete once its message is buffered):
+     *  the buffer is free at once, the message may join a coalesced packet,
+     *  and cancelling the request has no effect. Off: the request
+     *  completes when the transport is done with the buffer. The MPI
+     *  binding turns it on. */
+    QUAY_CFG_SEND_COPY = 1u << 4,
 };
 
 #define QUAY_CONFIG_VERSION 6

@@ -119,6 +119,7 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
     qfree(e, c->unexp_src);
     memset(c, 0, sizeof *c);
     c->ctx = ctx;
+    c->hkey = comm_hkey(e->cfg.seed, ctx);
     c->size = nranks;
     c->myrank = myrank;
     c->world = world;

@@ -54,7 +54,7 @@ int config_check(quay_config *c)
         return QUAY_EINVAL;
     if (c->flags & ~(uint32_t)(QUAY_CFG_COMPLETE_ACTIONS |
                                QUAY_CFG_CHECK_ORACLE | QUAY_CFG_LINEAR_MATCH |
-                               QUAY_CFG_NO_COALESCE))
+                               QUAY_CFG_NO_COALESCE | QUAY_CFG_SEND_COPY))
         return QUAY_EINVAL;
     if (c->frag_size == 0 || c->frag_size > UINT32_MAX)
         return QUAY_EINVAL;

@@ -60,7 +60,7 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
     if (match_exact_only(e, c)) {
         /* The commonest case, match.c's work inline: no wildcard can be
          * older, nothing else to keep in step. */
-        r = match_bin_head(&e->m, c->ctx, src, tag);
+        r = match_bin_head(&e->m, c, src, tag);
         if (r == NULL)
             return EAGER_NOT_FAST;
         ql_remove(&r->link);

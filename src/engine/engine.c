@@ -127,6 +127,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
                   !(c->transport_caps & QUAY_CAP_MULTI_SEND);
     e->p2p_plain = e->rtr_pool == NULL && e->aslots == NULL;
     e->inline_plain = e->tx_plain && e->p2p_plain;
+    e->send_copy = e->inline_plain && (c->flags & QUAY_CFG_SEND_COPY);
     if (rc == 0)
         rc = train_init(e);
     e->eager_max = c->eager_max;

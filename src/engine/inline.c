@@ -19,7 +19,7 @@
  * splits it (engine.c) and takes each message as a packet of its own.
  * Nothing waits to fill a train: a pull takes it as it is.
  */
-#include "engine/internal.h"
+#include "engine/inline_fast.h"
 
 /* Train buffers per engine: trains pulled but not yet op_done'd, plus the
  * one filling. When all are out, sends go one per packet. */
@@ -52,79 +52,25 @@ void train_fini(quay_engine *e)
     e->ntrain_free = 0;
 }
 
-/* Append the message to o, the queue's tail packet to the same peer: 0, or
- * -1 if it does not fit (no train buffer, or no room left). */
-static inline int train_append(quay_engine *e, qout *o, const quay_comm *c, const void *buf,
-                               size_t len, int32_t tag, int32_t peer)
-{
-    size_t need = WIRE_ENV_LEN + len;
-    if (o->hdr_len + o->payload_len + need > e->train_limit)
-        return -1;
-    uint8_t *last;
-    if (o->train != NULL) {
-        last = o->train + o->train_last;
-    } else {
-        if (e->ntrain_free == 0 || e->train_mem == NULL)
-            return -1;
-        o->train = e->train_free[--e->ntrain_free];
-        o->payload = o->train;
-        last = OUT_HDR(o);
-    }
-    wire_put16(last + 2, (uint16_t)(wire_get16(last + 2) | WIRE_F_MORE));
-    uint8_t *h = o->train + o->payload_len;
-    uint32_t seq = e->peers[peer].tx_seq++;
-    wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
-    if (len != 0)
-        memcpy(h + WIRE_ENV_LEN, buf, len);
-    o->train_last = (uint16_t)o->payload_len;
-    o->payload_len += need;
-    return 0;
-}
-
 static QUAY_NOINLINE int send_inline_slow(quay_engine *e, quay_comm *c, const void *buf,
                                           size_t len, int32_t dst, int32_t tag);
 
-/* What quay_isend's checks would pass, and what the copy needs. */
-static inline int inline_ok(const quay_engine *e, const quay_comm *c, const void *buf,
-                            size_t len, int32_t dst, int32_t tag)
+/* The arguments' validity as quay_isend checks it (dst not PROC_NULL). */
+static inline int inline_args_ok(const quay_engine *e, const quay_comm *c, const void *buf,
+                                 size_t len, int32_t dst, int32_t tag)
 {
-    /* (tx_plain: no flow control, so no descriptor is reserved and a free
-     * one is one on the free list) */
     return e != NULL && e->fatal == 0 && comm_ok(e, c) && (buf != NULL || len == 0) &&
-           tag >= 0 && dst >= 0 && dst < c->size && len <= QUAY_INLINE_MAX &&
-           len <= e->eager_max && e->inline_plain && ql_empty(&e->txq);
+           tag >= 0 && dst >= 0 && dst < c->size;
 }
 
 int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                      int32_t dst, int32_t tag)
 {
-    if (!inline_ok(e, c, buf, len, dst, tag))
+    int rc;
+    if (!inline_args_ok(e, c, buf, len, dst, tag) ||
+        (rc = inline_take(e, c, buf, len, dst, tag)) == INLINE_NOT_HERE)
         return send_inline_slow(e, c, buf, len, dst, tag);
-    int32_t peer = comm_world(c, dst);
-    if (peer == e->rank || (e->nfailed != 0 && e->peers[peer].failed))
-        return send_inline_slow(e, c, buf, len, dst, tag);
-    qout *t = e->inq_tail;
-    if (t != NULL && t->peer == peer && train_append(e, t, c, buf, len, tag, peer) == 0)
-        return 0;
-    if (e->out_free == NULL)
-        return QUAY_EBUSY; /* no descriptor (max_out) */
-    qout *o = out_take(e);
-    uint32_t seq = e->peers[peer].tx_seq++;
-    o->peer = peer;
-    o->pkt = QUAY_PKT_EAGER;
-    o->seq = seq;
-    uint8_t *h = OUT_HDR(o);
-    /* sreq 0: a standard send expects no reply addressed to a request */
-    wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
-    if (len != 0)
-        memcpy(h + WIRE_ENV_LEN, buf, len);
-    o->hdr_len = (uint16_t)(WIRE_ENV_LEN + len);
-    if (e->inq_tail != NULL)
-        e->inq_tail->next = o;
-    else
-        e->inq_head = o;
-    e->inq_tail = o;
-    return 0;
+    return rc;
 }
 
 /* The arguments' errors in quay_isend's order, then why not inline. */

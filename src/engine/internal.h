@@ -223,7 +223,14 @@ struct quay_comm {
                                created at its first collective, or NULL */
     uint8_t internal;    /* a collective twin: not the user's to use */
     uint32_t coll_seq;   /* collectives called on it so far */
+    uint64_t hkey;       /* its context mixed with the engine's seed: the
+                            posted bins' hash term (match_fast.h) */
 };
+/* A communicator's hkey for context ctx under the engine's seed. */
+static inline uint64_t comm_hkey(uint64_t seed, uint32_t ctx)
+{
+    return seed ^ ((uint64_t)ctx * 0xff51afd7ed558ccdull);
+}
 /* The bit that makes a communicator's context id its collective twin's.
  * User context ids are below it. */
 #define QUAY_CTX_COLL 0x80000000u
@@ -439,6 +446,8 @@ struct quay_engine {
                             set once at creation) */
     uint8_t inline_plain;/* tx_plain and p2p_plain: quay_send_inline may
                             take a message (inline.c) */
+    uint8_t send_copy;   /* inline_plain and QUAY_CFG_SEND_COPY: quay_isend
+                            tries send_copy_take first */
     uint32_t nchans;     /* root only */
     uint32_t nfailed;    /* peers declared failed: 0 lets hot paths skip
                             reading the peer's state */

@@ -111,11 +111,11 @@ static inline quay_req *older(quay_req *a, quay_req *b)
 static quay_req *fast_find_posted(match_state *m, quay_comm *c, int32_t src,
                                   int32_t tag)
 {
-    quay_req *best = match_bin_head(m, c->ctx, src, tag);
+    quay_req *best = match_bin_head(m, c, src, tag);
     if (c->n_anysrc != 0)
-        best = older(best, match_bin_head(m, c->ctx, QUAY_ANY_SOURCE, tag));
+        best = older(best, match_bin_head(m, c, QUAY_ANY_SOURCE, tag));
     if (c->n_anytag != 0)
-        best = older(best, match_bin_head(m, c->ctx, src, QUAY_ANY_TAG));
+        best = older(best, match_bin_head(m, c, src, QUAY_ANY_TAG));
     if (c->nwild != 0)
         best = older(best, QUAY_CONTAINER_OF(c->posted_wild.next, quay_req, link));
     return best;
@@ -133,8 +133,7 @@ static void fast_add_posted(match_state *m, quay_req *r)
         c->n_anysrc++;
     else if (r->tag == QUAY_ANY_TAG)
         c->n_anytag++;
-    qlink *bin = &m->posted_bins[match_key_hash(m->seed, r->ctx, r->rank, r->tag) & m->posted_mask];
-    ql_push_tail(bin, &r->link);
+    ql_push_tail(match_posted_bin(m, c, r->rank, r->tag), &r->link);
 }
 
 static void fast_remove_posted(quay_req *r)

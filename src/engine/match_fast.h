@@ -12,6 +12,9 @@
 
 #include "engine/internal.h"
 
+/* The unexpected bins' hash: their keys come from peers (untrusted), so
+ * every input bit is mixed into every output bit (murmur3's finalizer)
+ * under the engine's seed. */
 static inline uint32_t match_key_hash(uint64_t seed, uint32_t ctx, int32_t src, int32_t tag)
 {
     uint64_t k = ((uint64_t)(uint32_t)src << 32 | (uint32_t)tag) ^ seed ^
@@ -22,18 +25,31 @@ static inline uint32_t match_key_hash(uint64_t seed, uint32_t ctx, int32_t src, 
     return (uint32_t)k;
 }
 
-/* The posted bin of pattern (ctx, psrc, ptag); wildcards are -1. */
-static inline qlink *match_posted_bin(const match_state *m, uint32_t ctx, int32_t psrc,
+/* The posted bins' hash: their keys are the local receives' patterns (a
+ * peer's envelope only picks which bin is walked), so one multiply will
+ * do (both the post and every arrival pay it). The communicator's term
+ * (comm_hkey: context and seed) is made once, at its creation. Bits 32
+ * and up of the product depend on every bit of the tag and the low bits
+ * of the source and of that term; the mask takes the bins' count of them. */
+static inline uint32_t match_posted_hash(const quay_comm *c, int32_t psrc, int32_t ptag)
+{
+    uint64_t k = ((uint64_t)(uint32_t)psrc << 32 | (uint32_t)ptag) ^ c->hkey;
+    return (uint32_t)((k * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+/* The posted bin of pattern (c, psrc, ptag); wildcards are -1. */
+static inline qlink *match_posted_bin(const match_state *m, const quay_comm *c, int32_t psrc,
                                       int32_t ptag)
 {
-    return &m->posted_bins[match_key_hash(m->seed, ctx, psrc, ptag) & m->posted_mask];
+    return &m->posted_bins[match_posted_hash(c, psrc, ptag) & m->posted_mask];
 }
 
 /* First receive in its bin whose pattern is exactly (ctx, psrc, ptag). */
-static inline quay_req *match_bin_head(const match_state *m, uint32_t ctx, int32_t psrc,
+static inline quay_req *match_bin_head(const match_state *m, const quay_comm *c, int32_t psrc,
                                        int32_t ptag)
 {
-    qlink *bin = match_posted_bin(m, ctx, psrc, ptag);
+    uint32_t ctx = c->ctx;
+    qlink *bin = match_posted_bin(m, c, psrc, ptag);
     for (qlink *n = bin->next; n != bin; n = n->next) {
         quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
         if (r->ctx == ctx && r->rank == psrc && r->tag == ptag)
@@ -58,7 +74,7 @@ static inline void match_post_one_source(quay_engine *e, quay_comm *c, quay_req 
     c->nplain++;
     if (r->tag == QUAY_ANY_TAG)
         c->n_anytag++;
-    ql_push_tail(match_posted_bin(&e->m, r->ctx, r->rank, r->tag), &r->link);
+    ql_push_tail(match_posted_bin(&e->m, c, r->rank, r->tag), &r->link);
 }
 
 #endif

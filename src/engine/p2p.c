@@ -6,6 +6,7 @@
  * oldest match (match.c), otherwise it is posted with a post stamp.
  */
 #include "engine/internal.h"
+#include "engine/inline_fast.h"
 #include "engine/match_fast.h"
 
 /* A request that completes at once as a transfer with the null process. */
@@ -149,6 +150,26 @@ static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void 
                                        size_t len, int32_t dst, int32_t tag,
                                        quay_send_mode mode, quay_req **preq);
 
+/* QUAY_CFG_SEND_COPY: a standard send that the inline way takes is over
+ * at the call, like a buffered one (bsend_done); any other is posted as
+ * isend_eager would (the request is the same one). */
+static QUAY_ALWAYS_INLINE int isend_copy(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                                    int32_t dst, int32_t tag, quay_req **preq)
+{
+    quay_req *r = req_alloc(e, RK_SEND, c);
+    *preq = r;
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    r->coll_step = 0;
+    if (inline_take(e, c, buf, len, dst, tag) == 0) {
+        send_req_message(r, buf, len, dst, comm_world(c, dst), tag, QUAY_SEND_STANDARD);
+        req_complete(e, r);
+        return 0;
+    }
+    send_eager_go(e, r, buf, len, dst, tag, QUAY_SEND_STANDARD, 0);
+    return 0;
+}
+
 int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
 {
@@ -156,8 +177,11 @@ int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
      * conditions: one branch each, no call. */
     if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
         (buf != NULL || len == 0) && (unsigned)mode < QUAY_SEND_BUFFERED && tag >= 0 &&
-        dst < c->size && send_short_ok(e, len, dst, mode))
+        dst < c->size && send_short_ok(e, len, dst, mode)) {
+        if (e->send_copy && mode == QUAY_SEND_STANDARD && len <= QUAY_INLINE_MAX)
+            return isend_copy(e, c, buf, len, dst, tag, preq);
         return isend_eager(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
+    }
     return isend_general(e, c, buf, len, dst, tag, mode, preq);
 }
 

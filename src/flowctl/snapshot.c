@@ -494,6 +494,7 @@ static void sx_comms(snap *s)
             return;
         }
         d->ctx = c->ctx;
+        d->hkey = comm_hkey(e->cfg.seed, c->ctx);
         d->size = c->size;
         d->myrank = c->myrank;
         d->coll_seq = c->coll_seq;

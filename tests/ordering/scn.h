@@ -205,6 +205,8 @@ typedef struct scn_outcomes {
     uint32_t inline_sends;       /**< sends quay_send_inline took */
     uint32_t inline_busy;        /**< inline tries answered QUAY_EBUSY
                                       (then posted with quay_isend) */
+    /* QUAY_CFG_SEND_COPY (seeds with bit 3 set) */
+    uint32_t copied_sends;       /**< isends complete at the call (copied) */
 } scn_outcomes;
 
 void scn_runner_outcomes(const scn_runner *r, scn_outcomes *o);

@@ -405,6 +405,7 @@ struct scn_runner {
     uint32_t sends;           /* sends posted (inline or not), last run */
     uint32_t inline_sends;    /* of which quay_send_inline took */
     uint32_t inline_busy;     /* inline tries answered QUAY_EBUSY */
+    uint32_t copied_sends;    /* isends QUAY_CFG_SEND_COPY took, last run */
 };
 
 /* Virtual time: every scheduler step is this many ns. */

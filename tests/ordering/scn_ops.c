@@ -309,6 +309,15 @@ static int post_isend(const scn_runner *run, rank_rt *rk, const scn_slot *x, qua
                       (quay_send_mode)x->mode, req);
 }
 
+/* Seeds with bit 3 set run engines with QUAY_CFG_SEND_COPY: a standard
+ * isend to another rank whose request is complete when quay_isend returns
+ * was taken by copy (only PROC_NULL's completes at once otherwise). */
+static int copied_at_call(const scn_runner *run, const scn_slot *x, quay_req *req)
+{
+    return (run->seed & 8) && !(run->seed & 4) && x->mode == QUAY_SEND_STANDARD &&
+           x->peer != QUAY_PROC_NULL && quay_req_test(req, NULL) == 1;
+}
+
 static int post_irecv(const scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
 {
     quay_comm *c = rk->comms[x->comm];
@@ -368,6 +377,13 @@ void scn_exec_op(scn_runner *run, int r)
             run->sends++;
             snprintf(extra, sizeof extra, " -> req %u%s", d->id,
                      busy ? " (inline: EBUSY)" : "");
+            if (copied_at_call(run, x, req)) {
+                /* its packet carries no request id: bound at its PKT_OUT
+                 * like an inline send's (scn_trace.c) */
+                rk->inl[rk->inl_tail++] = op->slot;
+                run->copied_sends++;
+                strncat(extra, " (copied, complete)", sizeof extra - strlen(extra) - 1);
+            }
         }
         trace_op(run, r, op, extra);
         check_call(run, r, op, "quay_isend", rc);

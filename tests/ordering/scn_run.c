@@ -77,7 +77,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->qjumps = 0;
     run->ncmatches = 0;
     run->switches_refused = 0;
-    run->sends = run->inline_sends = run->inline_busy = 0;
+    run->sends = run->inline_sends = run->inline_busy = run->copied_sends = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
         /* Timeouts from "fires while the ACK is on its way" to "only when
@@ -152,6 +152,10 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
          * this runner's own properties (c) and (b) alone. */
         if (seed & 1)
             qc.flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE;
+        /* Seeds with bit 3 set copy small standard isends at the call
+         * (QUAY_CFG_SEND_COPY): those requests complete at once. */
+        if (seed & 8)
+            qc.flags |= QUAY_CFG_SEND_COPY;
         qc.rank = r;
         qc.nranks = s->nranks;
         qc.seed = nicsim_splitmix64(&x);

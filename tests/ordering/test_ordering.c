@@ -228,7 +228,7 @@ int main(int argc, char **argv)
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
             uint64_t f_swr = 0, c_msgs = 0;
             /* seeds with bit 1 set: sends, those taken inline, EBUSY */
-            uint64_t i_sends = 0, i_inline = 0, i_busy = 0;
+            uint64_t i_sends = 0, i_inline = 0, i_busy = 0, i_copied = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
@@ -268,6 +268,7 @@ int main(int argc, char **argv)
                     i_sends += oc.sends;
                 i_inline += oc.inline_sends;
                 i_busy += oc.inline_busy;
+                i_copied += oc.copied_sends;
             }
             if (rc == 0)
                 printf("# runs with: unexpected-match %" PRIu64
@@ -298,6 +299,10 @@ int main(int argc, char **argv)
                        " of %" PRIu64 " sends went inline, %" PRIu64
                        " tries answered EBUSY (posted with quay_isend)\n",
                        i_inline, i_sends, i_busy);
+            if (rc == 0 && i_copied != 0)
+                printf("# QUAY_CFG_SEND_COPY (seeds with bit 3 set): %" PRIu64
+                       " isends complete at the call\n",
+                       i_copied);
             if (rc == 0 && c_msgs != 0)
                 printf("# collectives: %" PRIu64 " messages matched on collective twins\n",
                        c_msgs);
