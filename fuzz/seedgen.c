@@ -298,6 +298,26 @@ static void seeds_engine(void)
     PULL(&p);
     emit(d, "seed-probe-mprobe", p.b, p.n);
 
+    /* QUAY_CFG_SEND_COPY (an override: flags = CHECK_ORACLE |
+     * COMPLETE_ACTIONS | SEND_COPY): three small isends complete at the
+     * call and ride one packet, a cancel of one finds nothing to do, then
+     * a rendezvous send and a small one queued behind it (posted) */
+    fe_hdr(&p, 2, 0, 3, SZ, 0);
+    p.b[0] |= 0x80;
+    put(&p, 7, 1, 1, 5, QUAY_CFG_CHECK_ORACLE | QUAY_CFG_COMPLETE_ACTIONS | QUAY_CFG_SEND_COPY,
+        0, 0, 0);
+    for (int i = 0; i < 3; i++)
+        ISEND(&p, 1, 1, 2, 0);
+    put(&p, 2, FE_CANCEL, 0);
+    put(&p, 2, FE_TEST, 0);
+    ISEND(&p, 1, 2, 7, 0);
+    ISEND(&p, 1, 2, 2, 0);
+    PULL(&p);
+    RESPOND(&p, 0, 0, 1);
+    PULL(&p);
+    OPDONE_ALL(&p);
+    emit(d, "seed-send-copy", p.b, p.n);
+
     fe_hdr(&p, 2, 0, 3, SZ, 0); /* cancel a receive and a rendezvous send */
     IRECV(&p, 1, 4, 2);
     put(&p, 2, FE_CANCEL, 0);
