@@ -436,6 +436,11 @@ static int env_config(quay_config *cfg)
         return QUAY_EINVAL;
     if (h == 0)
         cfg->frag_size = (size_t)v;
+    if ((h = qrt_env_u64("QUAY_SEND_COPY", 0, 1, &v)) < 0)
+        return QUAY_EINVAL;
+    if (h == 0)
+        cfg->flags = v ? cfg->flags | QUAY_CFG_SEND_COPY
+                       : cfg->flags & ~(uint32_t)QUAY_CFG_SEND_COPY;
     const char *m = getenv("QUAY_RNDV");
     if (m != NULL && *m != '\0') {
         static const char *const names[] = {"auto", "copy", "get", "put"};
