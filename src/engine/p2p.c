@@ -150,12 +150,30 @@ static QUAY_NOINLINE int isend_general(quay_engine *e, quay_comm *c, const void 
                                        size_t len, int32_t dst, int32_t tag,
                                        quay_send_mode mode, quay_req **preq);
 
+/* Every argument check of send_args, passed, and isend_eager's
+ * conditions: one branch each, no call. */
+static QUAY_ALWAYS_INLINE int isend_short_ok(const quay_engine *e, const quay_comm *c,
+                                             const void *buf, size_t len, int32_t dst,
+                                             int32_t tag, quay_send_mode mode,
+                                             quay_req *const *preq)
+{
+    return preq != NULL && e->fatal == 0 && comm_ok(e, c) && (buf != NULL || len == 0) &&
+           (unsigned)mode < QUAY_SEND_BUFFERED && tag >= 0 && dst < c->size &&
+           send_short_ok(e, len, dst, mode);
+}
+
 /* QUAY_CFG_SEND_COPY: a standard send that the inline way takes is over
  * at the call, like a buffered one (bsend_done); any other is posted as
- * isend_eager would (the request is the same one). */
-static QUAY_ALWAYS_INLINE int isend_copy(quay_engine *e, quay_comm *c, const void *buf, size_t len,
-                                    int32_t dst, int32_t tag, quay_req **preq)
+ * isend_eager would (the request is the same one). quay_isend of such an
+ * engine comes here whole, so the default path keeps its own frame. */
+static QUAY_NOINLINE int isend_copy(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                                    int32_t dst, int32_t tag, quay_send_mode mode,
+                                    quay_req **preq)
 {
+    if (!isend_short_ok(e, c, buf, len, dst, tag, mode, preq))
+        return isend_general(e, c, buf, len, dst, tag, mode, preq);
+    if (mode != QUAY_SEND_STANDARD || len > QUAY_INLINE_MAX)
+        return isend_eager(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
     quay_req *r = req_alloc(e, RK_SEND, c);
     *preq = r;
     if (r == NULL)
@@ -173,15 +191,10 @@ static QUAY_ALWAYS_INLINE int isend_copy(quay_engine *e, quay_comm *c, const voi
 int quay_isend(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                int32_t dst, int32_t tag, quay_send_mode mode, quay_req **preq)
 {
-    /* Every argument check of send_args, passed, and the short path's
-     * conditions: one branch each, no call. */
-    if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
-        (buf != NULL || len == 0) && (unsigned)mode < QUAY_SEND_BUFFERED && tag >= 0 &&
-        dst < c->size && send_short_ok(e, len, dst, mode)) {
-        if (e->send_copy && mode == QUAY_SEND_STANDARD && len <= QUAY_INLINE_MAX)
-            return isend_copy(e, c, buf, len, dst, tag, preq);
+    if (e != NULL && e->send_copy)
+        return isend_copy(e, c, buf, len, dst, tag, mode, preq);
+    if (e != NULL && isend_short_ok(e, c, buf, len, dst, tag, mode, preq))
         return isend_eager(e, c, buf, len, dst, tag, mode, 0, NULL, 0, preq);
-    }
     return isend_general(e, c, buf, len, dst, tag, mode, preq);
 }
 
