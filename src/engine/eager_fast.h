@@ -33,14 +33,17 @@ static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
  * completes. Anything else — held packets pending, flags, no posted
  * receive, unknown context — takes the general path, which re-reads the
  * packet from scratch; nothing is changed before the decision.
- * `flags_ok`: envelope flags taken here (WIRE_F_MORE for a train's
- * messages, else 0).
+ * `flags_ok` (a constant at every call): 0 for a packet on its own;
+ * WIRE_F_MORE for a message of a train whose shape train_check has
+ * passed (version, type, its length within the train, the train within
+ * max_packet), so only what that check leaves is checked here.
  */
 static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
                                             size_t len, uint16_t flags_ok)
 {
-    if (len < WIRE_ENV_LEN || b[0] != WIRE_VERSION || b[1] != QUAY_PKT_EAGER ||
-        (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
+    if (flags_ok == 0 ? len < WIRE_ENV_LEN || b[0] != WIRE_VERSION ||
+                            b[1] != QUAY_PKT_EAGER || wire_get16(b + 2) != 0
+                      : (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
         return EAGER_NOT_FAST;
     peer_state *ps = &e->peers[peer];
     if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)
@@ -48,8 +51,8 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
     int32_t src = (int32_t)wire_get32(b + 12);
     int32_t tag = (int32_t)wire_get32(b + 16);
     uint64_t mlen = wire_get64(b + 24);
-    if (src < 0 || tag < 0 || mlen != len - WIRE_ENV_LEN ||
-        len > e->cfg.max_packet)
+    if (src < 0 || tag < 0 ||
+        (flags_ok == 0 && (mlen != len - WIRE_ENV_LEN || len > e->cfg.max_packet)))
         return QUAY_EPROTO;
     quay_comm *c = comm_lookup(e, wire_get32(b + 8));
     if (c == NULL)

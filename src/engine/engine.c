@@ -378,7 +378,10 @@ static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t 
     for (size_t off = 0; off < len; off += n) {
         const uint8_t *p = b + off;
         n = WIRE_ENV_LEN + (size_t)wire_get64(p + 24);
-        if (train_taken(e, peer, wire_get32(p + 4)))
+        uint32_t seq = wire_get32(p + 4);
+        const peer_state *ps = &e->peers[peer];
+        /* (in turn and not blocked: not taken before, no walk) */
+        if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
             continue;
         rc = eager_arrival(e, peer, p, n, WIRE_F_MORE);
         if (rc == EAGER_NOT_FAST) {
