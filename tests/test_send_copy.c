@@ -9,7 +9,8 @@
  * every send it may not take (synchronous, ready, too long, to ourselves,
  * behind a queued send, no descriptor, an engine with flow control) is
  * posted as usual and send order holds across the two kinds; the flag
- * off leaves quay_isend as it was; the COMPLETE action and the trace.
+ * off leaves quay_isend as it was; the COMPLETE action (withdrawn when
+ * the request is freed first) and the trace.
  */
 #include <string.h>
 
@@ -271,6 +272,38 @@ static void t_actions_and_trace(void)
     tn_fini(&T);
 }
 
+/* Freed before its COMPLETE action was pulled: the action is withdrawn
+ * (the request is gone), the message still leaves. */
+static void t_freed_before_action(void)
+{
+    quay_config cfg;
+    tn_config(&cfg, 0, 2);
+    cfg.flags |= QUAY_CFG_SEND_COPY | QUAY_CFG_COMPLETE_ACTIONS;
+    is_int(tn_init(&T, 2, &cfg), 0);
+    uint8_t v = 77, rb = 0;
+    quay_req *s, *r;
+    is_int(quay_isend(T.e[0], T.world[0], &v, 1, 1, 4, QUAY_SEND_STANDARD, &s), 0);
+    is_int(quay_req_free(T.e[0], s), 0);
+    quay_action a;
+    int completes = 0, sends = 0;
+    while (quay_next_action(T.e[0], &a) == 1) {
+        completes += a.kind == QUAY_ACT_COMPLETE;
+        if (a.kind == QUAY_ACT_SEND) {
+            sends++;
+            is_int(quay_on_packet(T.e[1], 0, a.iov[0].base, a.iov[0].len), 0);
+            is_int(quay_on_op_done(T.e[0], a.token, 0), 0);
+        }
+    }
+    is_int(completes, 0);
+    is_int(sends, 1);
+    is_int(quay_irecv(T.e[1], T.world[1], &rb, 1, 0, 4, &r), 0);
+    ok(tn_good(r, 1) && rb == 77);
+    quay_req_free(T.e[1], r);
+    tn_pump(&T);
+    tn_check_clean(&T);
+    tn_fini(&T);
+}
+
 int main(void)
 {
     subtest("complete at the call, buffer free, one packet, cancel", t_complete_at_call);
@@ -279,5 +312,6 @@ int main(void)
     subtest("flow-controlled engine: no effect", t_flow_engine_ignores);
     subtest("flag off", t_flag_off);
     subtest("COMPLETE actions and trace", t_actions_and_trace);
+    subtest("freed before its COMPLETE action", t_freed_before_action);
     return done_testing();
 }
