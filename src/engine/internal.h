@@ -447,7 +447,7 @@ struct quay_engine {
     uint8_t inline_plain;/* tx_plain and p2p_plain: quay_send_inline may
                             take a message (inline.c) */
     uint8_t send_copy;   /* inline_plain and QUAY_CFG_SEND_COPY: quay_isend
-                            tries send_copy_take first */
+                            goes to isend_copy (p2p.c) */
     uint32_t nchans;     /* root only */
     uint32_t nfailed;    /* peers declared failed: 0 lets hot paths skip
                             reading the peer's state */
