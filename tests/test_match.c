@@ -17,10 +17,12 @@
  * Deep queues: 10,000 posted exact receives matched in reverse order,
  * 10,000 unexpected messages received in reverse order, 10,000 receives of
  * one key in FIFO order, and wildcard-versus-exact ordering at depth.
+ * And the posted bins' hash: how many of a common pattern share a bin.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/match_fast.h"
 #include "engine/wire.h"
 #include "harness.h"
 
@@ -631,10 +633,71 @@ static void deep_run(uint32_t flags, const char *name)
 static void t_deep_checked(void) { deep_run(QUAY_CFG_CHECK_ORACLE, "fast + oracle check"); }
 static void t_deep_linear(void) { deep_run(QUAY_CFG_LINEAR_MATCH, "linear"); }
 
+/* The posted bins' hash (match_fast.h) spreads the patterns programs
+ * post: sequential sources, sequential tags, sources or tags a multiple of
+ * the bins' count apart, both wildcards, a grid, many contexts. At most
+ * SPREAD_MAX patterns share a bin (a uniform hash puts 5 or 6 in the
+ * fullest of n bins for n keys; an unfolded multiply put all 64 strided
+ * sources in one). */
+#define SPREAD_MAX 8
+static uint32_t fullest_bin(uint32_t nbins, uint64_t seed, int pattern, uint32_t n)
+{
+    static uint16_t count[1u << 14];
+    memset(count, 0, sizeof count);
+    quay_comm c;
+    memset(&c, 0, sizeof c);
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t src = 0, tag = 0;
+        uint32_t ctx = 0;
+        switch (pattern) {
+        case 0: src = (int32_t)i; break;
+        case 1: tag = (int32_t)i; break;
+        case 2: src = (int32_t)(i * nbins); break;
+        case 3: tag = (int32_t)(i * nbins); break;
+        case 4: tag = (int32_t)(i << 16); break;
+        case 5: src = QUAY_ANY_SOURCE; tag = (int32_t)i; break;
+        case 6: src = (int32_t)i; tag = QUAY_ANY_TAG; break;
+        case 7: src = (int32_t)(i % 32); tag = (int32_t)(i / 32); break;
+        default: ctx = i; break;
+        }
+        c.ctx = ctx;
+        c.hkey = comm_hkey(seed, ctx);
+        uint32_t b = match_posted_hash(&c, src, tag) & (nbins - 1);
+        if (++count[b] > most)
+            most = count[b];
+    }
+    return most;
+}
+
+static void t_posted_spread(void)
+{
+    static const uint64_t seeds[3] = {0, 0xF00D, 0x1cbe991a83ull};
+    static const uint32_t nbins[4] = {64, 256, 1024, 16384};
+    static const char *names[9] = {"sources", "tags", "sources nbins apart",
+                                   "tags nbins apart", "tags 65536 apart",
+                                   "ANY_SOURCE, tags", "sources, ANY_TAG",
+                                   "32 sources x tags", "contexts"};
+    for (int p = 0; p < 9; p++) {
+        uint32_t worst = 0;
+        for (int si = 0; si < 3; si++)
+            for (int bi = 0; bi < 4; bi++) {
+                /* strided patterns: 64 keys (more would overflow int32) */
+                uint32_t n = p >= 2 && p <= 4 ? 64 : nbins[bi] < 4096 ? nbins[bi] : 4096;
+                uint32_t m = fullest_bin(nbins[bi], seeds[si], p, n);
+                if (m > worst)
+                    worst = m;
+            }
+        ok_msg(worst <= SPREAD_MAX, "posted bins, %s: at most %u per bin (fullest %u)", names[p],
+           SPREAD_MAX, worst);
+    }
+}
+
 int main(void)
 {
     subtest("random sequence: fast == oracle == linear == model", t_random_sequence);
     subtest("deep queues, fast matcher checked by the oracle", t_deep_checked);
     subtest("deep queues, linear matcher", t_deep_linear);
+    subtest("posted bins' hash spreads common patterns", t_posted_spread);
     return done_testing();
 }

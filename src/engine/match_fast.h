@@ -28,12 +28,16 @@ static inline uint32_t match_key_hash(uint64_t seed, uint32_t ctx, int32_t src, 
 /* The posted bins' hash: their keys are the local receives' patterns (a
  * peer's envelope only picks which bin is walked), so one multiply will
  * do (both the post and every arrival pay it). The communicator's term
- * (comm_hkey: context and seed) is made once, at its creation. Bits 32
- * and up of the product depend on every bit of the tag and the low bits
- * of the source and of that term; the mask takes the bins' count of them. */
+ * (comm_hkey: context and seed) is made once, at its creation. The fold
+ * brings the source into the low word, so that sources a multiple of the
+ * bins' count apart do not share a bin; bits 32 and up of the product
+ * then depend on every bit of the folded word and the mask takes the
+ * bins' count of them (tests/test_match.c checks the spread of strided,
+ * sequential and wildcard patterns). */
 static inline uint32_t match_posted_hash(const quay_comm *c, int32_t psrc, int32_t ptag)
 {
     uint64_t k = ((uint64_t)(uint32_t)psrc << 32 | (uint32_t)ptag) ^ c->hkey;
+    k ^= k >> 32;
     return (uint32_t)((k * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
