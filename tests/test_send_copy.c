@@ -281,6 +281,7 @@ static void t_actions_and_trace(void)
         quay_req_free(T.e[0], s[i]);
     }
     tn_pump(&T);
+    tn_check_clean(&T);
     tn_fini(&T);
 }
 
