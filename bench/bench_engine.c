@@ -336,9 +336,17 @@ static void stream_round(bench *b, bufs *bf)
 {
     size_t n = bf->size;
     uint32_t w = bf->window;
-    for (uint32_t k = 0; k < w; k++)
-        if (post_recv(b, bf, 1, k, bf->rbuf[1] + (size_t)k * n, n, &bf->rreq[k]) != 0)
-            bench_die("stream: receive failed");
+    if (b->recv_how == RECV_PERSIST && bf->precv[1][0] != NULL) {
+        /* The window's persistent receives (made by the first round), as
+         * MPI_Startall starts them. */
+        if (quay_startall(b->e[1], w, bf->precv[1], NULL) != 0)
+            bench_die("stream: quay_startall failed");
+        memcpy(bf->rreq, bf->precv[1], w * sizeof bf->rreq[0]);
+    } else {
+        for (uint32_t k = 0; k < w; k++)
+            if (post_recv(b, bf, 1, k, bf->rbuf[1] + (size_t)k * n, n, &bf->rreq[k]) != 0)
+                bench_die("stream: receive failed");
+    }
     for (uint32_t k = 0; k < w; k++)
         if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
             bench_die("stream: send failed");

@@ -67,6 +67,33 @@ void fe_start(fe *f, fe_req *s)
         s->completes = 0;
 }
 
+/* Start s and every other persistent request found complete (inactive),
+ * s first, slots in order, by one quay_startall: those before the one it
+ * refuses (if any) are started, as *pstarted says. */
+static void fe_start_all(fe *f, fe_req *s)
+{
+    quay_req *q[FE_MAX_REQS];
+    fe_req *of[FE_MAX_REQS];
+    size_t n = 0, k = FE_MAX_REQS + 1;
+    q[n] = s->r;
+    of[n++] = s;
+    for (int i = 0; i < FE_MAX_REQS; i++) {
+        fe_req *o = &f->reqs[i];
+        quay_status st;
+        if (o == s || o->r == NULL || !o->persist || quay_req_test(o->r, &st) != 1)
+            continue;
+        fe_check_status(o, &st);
+        q[n] = o->r;
+        of[n++] = o;
+    }
+    int rc = quay_startall(f->e, n, q, &k);
+    fe_check_rc(f, "quay_startall", rc, fe_rc_start);
+    if (k > n || (rc == 0) != (k == n))
+        fz_fail("quay_startall: %zu of %zu started, rc %d", k, n, rc);
+    for (size_t j = 0; j < k; j++)
+        of[j]->completes = 0;
+}
+
 void fe_op_irecv(fe *f, fz_in *in)
 {
     uint8_t sb = fz_u8(in), t = fz_u8(in), sz = fz_u8(in), cb = fz_u8(in);
@@ -167,7 +194,9 @@ void fe_op_req(fe *f, fz_in *in, int what)
     default:
         if (quay_req_test(s->r, &st) == 1) {
             fe_check_status(s, &st);
-            if (s->persist)
+            if (s->persist && ((s - f->reqs) & 1))
+                fe_start_all(f, s); /* the next round, with the others' */
+            else if (s->persist)
                 fe_start(f, s); /* the next round */
         }
         break;

@@ -45,7 +45,9 @@ enum fe_op {
                      quay_send_inline first, quay_isend if it answers
                      QUAY_EBUSY; bit 5: persistent (quay_send_init, then
                      quay_start; FE_TEST that finds it complete starts
-                     it again) */
+                     it again: by quay_start in an even slot, in an odd
+                     one by quay_startall with every other persistent
+                     request found complete) */
     FE_IRECV,     /* src tag size comm: src % (n+2), n = ANY_SOURCE, n+1 =
                      PROC_NULL; tag % 9, 8 = ANY_TAG; comm bits 0-1
                      communicator index, bit 2 persistent (quay_recv_init,

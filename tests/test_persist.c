@@ -3,7 +3,7 @@
  * quay_start. Inactive status, many rounds (eager, rendezvous, every send
  * mode, posted early and late), a new wire id per round, start while
  * active / after free / on a plain request, free while active, cancel,
- * PROC_NULL, a failed peer, the round over only when its packets are done (EAGAIN),
+ * PROC_NULL, a failed peer, quay_startall (post order, a refused request), the round over only when its packets are done (EAGAIN),
  * a pending COMPLETE action withdrawn, the communicator held.
  */
 #include <string.h>
@@ -347,6 +347,139 @@ static void t_complete_actions(void)
     tn_fini(&T);
 }
 
+/* ---- quay_startall ---------------------------------------------------------- */
+
+enum { SA_NR = 10, SA_N1 = 9 };
+
+/* Rank 1's window: six receives of (0, tag 1), one of tag 2, one more of
+ * tag 1, one of (ANY_SOURCE, 1), one of (0, ANY_TAG); rank 0 sends tag 2
+ * (payload 100) and tag 1 (payloads 1..9) by persistent sends started
+ * together. Round `late`: four tag-1 messages arrive before the window
+ * starts (the first starts take them, in order, inside the call). Every
+ * round each receive must hold the payload post order gives it, whatever
+ * path (oracle or fast matcher, cached bin or not) posted it. */
+static int startall_rounds(const quay_config *cfg1)
+{
+    testnet *t = &T;
+    tn_init_each(t, 2, cfg1, 0);
+    static const int32_t rsrc[SA_NR] = {0, 0, 0, 0, 0, 0, 0, 0, QUAY_ANY_SOURCE, 0};
+    static const int32_t rtag[SA_NR] = {1, 1, 1, 1, 1, 1, 2, 1, 1, QUAY_ANY_TAG};
+    /* post order: tag 2 -> R6; tag 1 in order -> R0..R5, R7, R8, R9 */
+    static const uint8_t want[SA_NR] = {1, 2, 3, 4, 5, 6, 100, 7, 8, 9};
+    uint8_t rb[SA_NR], sv[SA_N1 + 1];
+    quay_req *r[SA_NR], *s[SA_N1 + 1];
+    int good = 1;
+    for (int i = 0; i < SA_NR; i++)
+        good &= quay_recv_init(t->e[1], t->world[1], &rb[i], 1, rsrc[i], rtag[i], &r[i]) == 0;
+    /* s[0..8]: tag 1, payloads 1..9; s[9]: tag 2, 100 */
+    for (int i = 0; i <= SA_N1; i++) {
+        sv[i] = i < SA_N1 ? (uint8_t)(i + 1) : 100;
+        good &= quay_send_init(t->e[0], t->world[0], &sv[i], 1, 1, i < SA_N1 ? 1 : 2,
+                               QUAY_SEND_STANDARD, &s[i]) == 0;
+    }
+    for (int round = 0; round < 4 && good; round++) {
+        int late = round & 1;
+        size_t n = 99;
+        memset(rb, 0, sizeof rb);
+        if (late) {
+            /* the tag-1 sends 1..4 first, alone: unexpected at rank 1 */
+            good &= quay_startall(t->e[0], 4, s, &n) == 0 && n == 4;
+            tn_pump(t);
+        }
+        good &= quay_startall(t->e[1], SA_NR, r, &n) == 0 && n == SA_NR;
+        if (late) {
+            for (int i = 0; i < 4; i++)
+                good &= quay_req_test(r[i], NULL) && rb[i] == i + 1; /* taken at the start */
+            /* then tag 2 ahead of tag-1 5..9 */
+            quay_req *rest[6] = {s[9], s[4], s[5], s[6], s[7], s[8]};
+            good &= quay_startall(t->e[0], 6, rest, &n) == 0 && n == 6;
+        } else {
+            quay_req *all[SA_N1 + 1] = {s[9], s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
+                                         s[8]};
+            good &= quay_startall(t->e[0], SA_N1 + 1, all, &n) == 0 && n == SA_N1 + 1;
+        }
+        tn_pump(t);
+        for (int i = 0; i < SA_NR; i++) {
+            quay_status st;
+            int done = quay_req_test(r[i], &st);
+            good &= done && st.error == 0 && st.source == 0 && st.count == 1;
+            if (!(done && rb[i] == want[i]))
+                note("round %d: receive %d holds %d, want %d", round, i, rb[i], want[i]);
+            good &= rb[i] == want[i];
+        }
+        for (int i = 0; i <= SA_N1; i++)
+            good &= quay_req_test(s[i], NULL);
+    }
+    for (int i = 0; i < SA_NR; i++)
+        good &= quay_req_free(t->e[1], r[i]) == 0;
+    for (int i = 0; i <= SA_N1; i++)
+        good &= quay_req_free(t->e[0], s[i]) == 0;
+    check_clean();
+    tn_fini(t);
+    return good;
+}
+
+static void t_startall_order(void)
+{
+    quay_config cfg;
+    tn_config(&cfg, 0, 2);
+    ok_msg(startall_rounds(&cfg), "window in post order, with the oracle checking");
+    cfg.flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE; /* the fast matcher's own path */
+    ok_msg(startall_rounds(&cfg), "the same without the oracle (the batched posting)");
+    cfg.flags |= QUAY_CFG_LINEAR_MATCH;
+    ok_msg(startall_rounds(&cfg), "the same with the linear matcher");
+}
+
+/* A refused request stops the batch there: the ones before are started,
+ * it and the ones after are not; *pstarted says how many. */
+static void t_startall_refused(void)
+{
+    quay_config cfg;
+    tn_config(&cfg, 0, 2);
+    cfg.flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE;
+    tn_init_each(&T, 2, &cfg, 0);
+    uint8_t b[4] = {0}, v = 5;
+    quay_req *r[3], *p, *s;
+    for (int i = 0; i < 3; i++)
+        is_int(quay_recv_init(T.e[1], T.world[1], &b[i], 1, 0, 4, &r[i]), 0);
+    is_int(quay_irecv(T.e[1], T.world[1], &b[3], 1, 0, 5, &p), 0);
+    size_t n = 99;
+    is_int(quay_startall(T.e[1], 0, NULL, &n), 0);
+    is_size(n, 0);
+    is_int(quay_startall(T.e[1], 2, NULL, &n), QUAY_EINVAL);
+    is_size(n, 0);
+    is_int(quay_startall(NULL, 1, r, &n), QUAY_EINVAL);
+    /* a plain request second: EINVAL, r[0] started, r[2] not */
+    quay_req *mix[3] = {r[0], p, r[2]};
+    is_int(quay_startall(T.e[1], 3, mix, &n), QUAY_EINVAL);
+    is_size(n, 1);
+    ok(!quay_req_test(r[0], NULL)); /* active */
+    ok(quay_req_test(r[2], NULL));  /* still inactive */
+    /* the same request twice: the second finds it active */
+    quay_req *twice[3] = {r[1], r[2], r[1]};
+    is_int(quay_startall(T.e[1], 3, twice, &n), QUAY_ESTATE);
+    is_size(n, 2);
+    /* another engine's request */
+    is_int(quay_startall(T.e[0], 1, r, NULL), QUAY_EINVAL);
+    /* the three rounds match three sends in post order */
+    for (int i = 0; i < 3; i++) {
+        v = (uint8_t)(10 + i);
+        is_int(quay_isend(T.e[0], T.world[0], &v, 1, 1, 4, QUAY_SEND_STANDARD, &s), 0);
+        tn_pump(&T);
+        quay_req_free(T.e[0], s);
+    }
+    is_int(b[0], 10);
+    is_int(b[1], 11);
+    is_int(b[2], 12);
+    for (int i = 0; i < 3; i++)
+        is_int(quay_req_free(T.e[1], r[i]), 0);
+    is_int(quay_cancel(T.e[1], p), 0);
+    tn_pump(&T);
+    is_int(quay_req_free(T.e[1], p), 0);
+    check_clean();
+    tn_fini(&T);
+}
+
 int main(void)
 {
     subtest("inactive: empty status, free, argument checks", t_inactive);
@@ -358,5 +491,8 @@ int main(void)
     subtest("PROC_NULL and a failed peer", t_proc_null_and_failed);
     subtest("round over only when its packets are done", t_packets_out);
     subtest("COMPLETE actions", t_complete_actions);
+    subtest("startall: a window matches in post order (oracle, fast, linear)",
+            t_startall_order);
+    subtest("startall: stops at a refused request", t_startall_refused);
     return done_testing();
 }

@@ -611,6 +611,18 @@ QUAY_API int quay_recv_init(quay_engine *e, quay_comm *c, void *buf, size_t cap,
 QUAY_API int quay_start(quay_engine *e, quay_req *r);
 
 /**
+ * Start `count` persistent requests: quay_start of reqs[0], reqs[1], ...
+ * in that order (so receives are posted, and match, in array order). Stops
+ * at the first that quay_start refuses and returns its code: the ones
+ * before it are started, it and the ones after are not. *pstarted (may be
+ * NULL) is the number started. Receives of one pattern in a row cost less
+ * than as many quay_start calls (the posted bin is found once). Returns 0,
+ * QUAY_EINVAL (`reqs` NULL with count > 0), or quay_start's codes.
+ */
+QUAY_API int quay_startall(quay_engine *e, size_t count, quay_req *const reqs[],
+                           size_t *pstarted);
+
+/**
  * Non-blocking probe: *flag = 1 and *st filled if a message matching
  * (src, tag) is available to a receive posted now, else *flag = 0. `st`
  * may be NULL. st->count is the full message length.

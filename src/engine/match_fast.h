@@ -71,7 +71,19 @@ static inline int match_exact_only(const quay_engine *e, const quay_comm *c)
 }
 
 /* match_add_posted for r, a RECV_POSTED receive from one source of c
- * (ANY_TAG allowed), when no oracle runs. */
+ * (ANY_TAG allowed), when no oracle runs, into `bin`: its pattern's
+ * (quay_startall finds it once for a run of receives of one pattern). */
+static inline void match_post_in_bin(quay_engine *e, quay_comm *c, quay_req *r, qlink *bin)
+{
+    r->stamp = ++e->stamp;
+    c->nplain++;
+    if (r->tag == QUAY_ANY_TAG)
+        c->n_anytag++;
+    ql_push_tail(bin, &r->link);
+}
+
+/* The same, the bin found here. (Not by match_post_in_bin: the bin's
+ * hash made after the counters costs the post one instruction more.) */
 static inline void match_post_one_source(quay_engine *e, quay_comm *c, quay_req *r)
 {
     r->stamp = ++e->stamp;

@@ -801,19 +801,72 @@ static QUAY_NOINLINE int start_general(quay_engine *e, quay_req *r)
     return r->kind == RK_SEND ? start_send(e, r) : start_recv(e, r);
 }
 
+/* quay_start's fast path for a receive, past the engine's conditions
+ * (fatal, p2p_plain, nfailed: checked by the caller per request). */
+static QUAY_ALWAYS_INLINE int start_recv_fast_ok(const quay_engine *e, const quay_req *r)
+{
+    return req_valid_ptr(e, r) && r->kind == RK_RECV &&
+           (r->flags & (RF_PERSIST | RF_USER_FREED | RF_ON_CQ)) == RF_PERSIST &&
+           r->state == QUAY_RS_DONE && r->nout == 0 && r->rank >= 0 && r->comm->nunexp == 0;
+}
+
 int quay_start(quay_engine *e, quay_req *r)
 {
     /* The small-message hot path [DESIGN §9]: an inactive persistent
      * receive that irecv_posted would post (every check of start_general,
      * passed, and recv_short_ok's). */
-    if (e != NULL && req_valid_ptr(e, r) && r->kind == RK_RECV &&
-        (r->flags & (RF_PERSIST | RF_USER_FREED | RF_ON_CQ)) == RF_PERSIST &&
-        r->state == QUAY_RS_DONE && e->fatal == 0 && r->nout == 0 &&
-        recv_short_ok(e, r->comm, r->rank)) {
+    if (e != NULL && start_recv_fast_ok(e, r) && e->fatal == 0 && e->p2p_plain &&
+        e->nfailed == 0) {
         req_renew(e, r);
         r->flags = RF_PERSIST;
         recv_posted_go(e, r->comm, r);
         return e->fatal;
     }
     return start_general(e, r);
+}
+
+/* The engine's side of quay_start's fast path for receives (the
+ * oracle's engines post through match.c, to keep it in lockstep). */
+static int startall_plain(const quay_engine *e)
+{
+    return e->fatal == 0 && e->p2p_plain && e->nfailed == 0 && e->m.oracle == NULL;
+}
+
+int quay_startall(quay_engine *e, size_t count, quay_req *const reqs[], size_t *pstarted)
+{
+    if (pstarted != NULL)
+        *pstarted = 0;
+    if (e == NULL || (count != 0 && reqs == NULL))
+        return QUAY_EINVAL;
+    /* Receives of one pattern in a row (a window of them, as a stream
+     * posts) share a posted bin: its hash is made once. */
+    const quay_comm *bc = NULL;
+    int32_t bsrc = 0, btag = 0;
+    qlink *bin = NULL;
+    size_t i = 0;
+    int rc = 0;
+    int plain = startall_plain(e);
+    for (; i < count; i++) {
+        quay_req *r = reqs[i];
+        if (plain && start_recv_fast_ok(e, r)) {
+            quay_comm *c = r->comm;
+            req_renew(e, r);
+            r->flags = RF_PERSIST;
+            req_set_state(e, r, QUAY_RS_RECV_POSTED);
+            if (c != bc || r->rank != bsrc || r->tag != btag) {
+                bc = c;
+                bsrc = r->rank;
+                btag = r->tag;
+                bin = match_posted_bin(&e->m, c, bsrc, btag);
+            }
+            match_post_in_bin(e, c, r, bin);
+            continue;
+        }
+        if ((rc = quay_start(e, r)) != 0)
+            break;
+        plain = startall_plain(e); /* (what a start may change) */
+    }
+    if (pstarted != NULL)
+        *pstarted = i;
+    return rc != 0 ? rc : e->fatal;
 }

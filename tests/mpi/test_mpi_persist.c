@@ -605,6 +605,16 @@ static void errors(void)
      * stale handle, and a start of Bsend_init that finds no room in the
      * attached buffer (MPI_ERR_BUFFER) leaves the request inactive. */
     EXPECT(MPI_Start(&two[1]), MPI_ERR_REQUEST);
+    /* The same inactive handle twice in one Startall (erroneous): the
+     * first starts it, the second is refused; the round it started
+     * completes as usual. */
+    EXPECT(MPI_Recv_init(b, 1, MPI_INT, rank, 92, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+    two[0] = two[1] = r;
+    EXPECT(MPI_Startall(2, two), MPI_ERR_REQUEST);
+    MPI_Send(&size, 1, MPI_INT, rank, 92, MPI_COMM_WORLD);
+    EXPECT(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    CHECK(b[0] == size);
+    EXPECT(MPI_Request_free(&r), MPI_SUCCESS);
     static char little[MPI_BSEND_OVERHEAD + 8], enough[MPI_BSEND_OVERHEAD + 16];
     void *back;
     int backn;
