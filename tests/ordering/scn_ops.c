@@ -280,15 +280,24 @@ static void sent_inline(scn_runner *run, rank_rt *rk, int sl)
 }
 
 /* Seeds with bit 2 set post every isend / irecv as a persistent request
- * started once (quay_send_init / quay_recv_init, then quay_start): the
- * start of a round under every ordering the scenarios make. A start that
- * fails frees the (inactive) request and answers the code, so EAGAIN
- * retries the whole op as it would quay_isend's. */
-static int start_persistent(rank_rt *rk, int rc, quay_req **req)
+ * started once (quay_send_init / quay_recv_init, then quay_start; with bit
+ * 4 too, quay_startall of the one request): the start of a round under
+ * every ordering the scenarios make. A start that fails frees the
+ * (inactive) request and answers the code, so EAGAIN retries the whole op
+ * as it would quay_isend's. */
+static int start_persistent(scn_runner *run, rank_rt *rk, int rc, quay_req **req)
 {
     if (rc != 0)
         return rc;
-    rc = quay_start(rk->e, *req);
+    if (run->seed & 16) {
+        size_t n = 2;
+        rc = quay_startall(rk->e, 1, req, &n);
+        if (n != (rc == 0 ? 1u : 0u))
+            scn_fail(run, "rank %d: quay_startall answered %s with %zu started", rk->rank,
+                     quay_strerror(rc), n);
+    } else {
+        rc = quay_start(rk->e, *req);
+    }
     if (rc != 0) {
         quay_req_free(rk->e, *req);
         *req = NULL;
@@ -296,12 +305,12 @@ static int start_persistent(rank_rt *rk, int rc, quay_req **req)
     return rc;
 }
 
-static int post_isend(const scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
+static int post_isend(scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
 {
     quay_comm *c = rk->comms[x->comm];
     const unsigned char *buf = run->s->payload + x->off;
     if (run->seed & 4)
-        return start_persistent(rk,
+        return start_persistent(run, rk,
                                 quay_send_init(rk->e, c, buf, (size_t)x->size, x->peer,
                                                x->tag, (quay_send_mode)x->mode, req),
                                 req);
@@ -318,12 +327,12 @@ static int copied_at_call(const scn_runner *run, const scn_slot *x, quay_req *re
            x->peer != QUAY_PROC_NULL && quay_req_test(req, NULL) == 1;
 }
 
-static int post_irecv(const scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
+static int post_irecv(scn_runner *run, rank_rt *rk, const scn_slot *x, quay_req **req)
 {
     quay_comm *c = rk->comms[x->comm];
     void *buf = rk->arena + x->off;
     if (run->seed & 4)
-        return start_persistent(
+        return start_persistent(run,
             rk, quay_recv_init(rk->e, c, buf, (size_t)x->size, x->peer, x->tag, req), req);
     return quay_irecv(rk->e, c, buf, (size_t)x->size, x->peer, x->tag, req);
 }
