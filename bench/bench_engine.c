@@ -485,7 +485,8 @@ static void usage(void)
         "                 --send inline would take complete at the call\n"
         "  --send persistent, --recv persistent\n"
         "                 persistent requests (quay_send_init / quay_recv_init),\n"
-        "                 made once per buffer and started by quay_start\n"
+        "                 made once per buffer and started by quay_start (a\n"
+        "                 stream's receive window: one quay_startall)\n"
         "  --wire nicsim  carry the packets through the simulator (adapters/nicsim:\n"
         "                 FIFO links, no faults, untimed = zero latency) instead of\n"
         "                 the bench's own one-buffer wire (mem, the default)\n",

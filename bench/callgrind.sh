@@ -27,8 +27,8 @@
 # sends by quay_send_inline (--send inline): the payload copied into the
 # packet at the call, no send request, and the wire hands the one-iovec
 # packet over without copying it; a fourth also receives with a persistent
-# request (--recv persistent: quay_start per message, no allocation or
-# free); send-copy sends by quay_isend on engines with QUAY_CFG_SEND_COPY
+# request (--recv persistent: quay_start per message, the stream's window
+# by one quay_startall; no allocation or free); send-copy sends by quay_isend on engines with QUAY_CFG_SEND_COPY
 # (the request complete at the call, as the MPI binding runs). The stream
 # variants send rounds of 64 (--mode stream), the nicsim one carries the
 # packets through the simulator (its instructions count as wire).
@@ -178,7 +178,7 @@ if [ "$WHAT" != match ]; then
         stream) extra=(--mode stream --window 64)
             what="stream: rounds of 64 (64 irecv, 64 isend, one pump, test + free)" ;;
         stream-lean) extra=(--mode stream --window 64 --send inline --recv persistent)
-            what="stream of 64, quay_send_inline + persistent receives" ;;
+            what="stream of 64, quay_send_inline + persistent receives (quay_startall per window)" ;;
         nicsim) extra=(--wire nicsim)
             what="quay_isend, packets carried by nicsim (FIFO, zero latency; the simulator counts as wire)" ;;
         esac
