@@ -877,8 +877,10 @@ QUAY_API int quay_channel_is_stable(const quay_engine *e);
  * until there are none). `*len` receives the blob's size; if `buf` is NULL
  * or `cap` is smaller, nothing is written and QUAY_ENOBUFS is returned.
  * Returns 0, QUAY_EINVAL, QUAY_ESTATE (no flow control), QUAY_EBUSY (not
- * stable), QUAY_ENOBUFS, or the engine's fatal code. The channel is
- * unchanged: resuming it continues this context.
+ * stable; or a collective is under way: a schedule running, or one that
+ * arrivals started (application bypass) not yet called, since schedules
+ * are not part of a blob), QUAY_ENOBUFS, or the engine's fatal code. The
+ * channel is unchanged: resuming it continues this context.
  */
 QUAY_API int quay_engine_save(const quay_engine *e, void *buf, size_t cap,
                               size_t *len);
