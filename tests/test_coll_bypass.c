@@ -12,7 +12,8 @@
  * compared with a reduction computed here in rank order. Also: every
  * predefined op on a type it allows, in place at the root, every root,
  * a user op (no bypass: the ordinary tree), and a call that disagrees
- * with what arrived (QUAY_EINVAL).
+ * with what arrived (QUAY_EINVAL), and no context save while an early
+ * schedule that failed awaits its call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,10 +345,68 @@ static void t_disagree(void)
     sw_free(&w);
 }
 
+static void bypass_flow_cfg(quay_config *c, void *arg)
+{
+    (void)arg;
+    c->coll_bypass = 1;
+    c->flow = QUAY_FLOW_ACKNACK; /* a channel context can be saved */
+}
+
+/* Save while an early schedule awaits its call (bug 19 in fuzz/RESULTS.md):
+ * 8 ranks, root 0, rank 4's children 5 and 6. Rank 5's data starts rank
+ * 4's part early; rank 6 then fails (as rank 4 learns it), which ends
+ * that schedule with the error, kept for rank 4's call. Until the call
+ * the channel may not save (its request is a running collective's and
+ * schedules are not in a blob); after it, it saves and restores its own
+ * blob. */
+static void t_early_failed_save(void)
+{
+    int n = 8;
+    simworld w;
+    is_int(sw_new(&w, n, g_seed++, bypass_flow_cfg, NULL, 1), 0);
+    quay_op sum = {QUAY_OP_SUM, 1, NULL, NULL};
+    int32_t sb[MAXN][2], rb[2];
+    quay_req *q[MAXN] = {0};
+    for (int r = 0; r < n; r++)
+        sb[r][0] = sb[r][1] = r + 1;
+    for (int r = 0; r < n; r++)
+        if (r != 4 && r != 6 && r != 7)
+            is_int(quay_ireduce(w.e[r], w.c[r], sb[r], rb, 2, QUAY_INT32, &sum, 0, &q[r]), 0);
+    is_int(sw_run(&w), NICSIM_RUN_IDLE);
+    quay_stats st;
+    quay_engine_stats(w.e[4], &st);
+    is_int((int)st.coll_bypassed, 1);
+    is_int(quay_on_peer_failed(w.e[4], 6), 0);
+    is_int(sw_run(&w), NICSIM_RUN_IDLE);
+    quay_engine_stats(w.e[4], &st);
+    is_int((int)st.coll_failed, 1); /* ended: no longer running, awaiting the call */
+    is_int(quay_channel_quiesce(w.e[4]), 0);
+    is_int(sw_run(&w), NICSIM_RUN_IDLE);
+    is_int(quay_channel_is_stable(w.e[4]), 1);
+    size_t len = 0;
+    is_int(quay_engine_save(w.e[4], NULL, 0, &len), QUAY_EBUSY);
+    /* the call takes the schedule's error at once */
+    is_int(quay_ireduce(w.e[4], w.c[4], sb[4], NULL, 2, QUAY_INT32, &sum, 0, &q[4]), 0);
+    quay_status s;
+    ok(quay_req_test(q[4], &s) && s.error == QUAY_EPEER);
+    is_int(quay_req_free(w.e[4], q[4]), 0);
+    is_int(quay_engine_save(w.e[4], NULL, 0, &len), QUAY_ENOBUFS);
+    uint8_t *blob = malloc(len);
+    size_t got = 0;
+    if (ok(blob != NULL)) {
+        is_int(quay_engine_save(w.e[4], blob, len, &got), 0);
+        is_int(quay_engine_restore(w.e[4], blob, got), 0);
+    }
+    free(blob);
+    sw_free(&w);
+}
+
 int main(void)
 {
     subtest("bypass reduce: early start, every result right", t_reduce);
     subtest("bypass reduce: a user op takes the ordinary tree", t_user_op);
     subtest("bypass reduce: a call that disagrees", t_disagree);
+    subtest("bypass reduce: no save while an ended early schedule awaits its call",
+            t_early_failed_save);
     return done_testing();
 }
