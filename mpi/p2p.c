@@ -397,8 +397,9 @@ int MPI_Start(MPI_Request *request)
     return MPI_SUCCESS;
 }
 
-/* Start n requests (checked startable, none twice) by quay_startall, in
- * order; *sends counts the sends started. */
+/* Start n requests (each checked startable; one given twice is refused
+ * the second time) by quay_startall, in order, retrying what EAGAIN left;
+ * *sends counts the sends started. */
 static int start_batch(const char *fn, qmpi_req *const m[], quay_req *const q[], size_t n,
                        int *sends)
 {
