@@ -979,6 +979,70 @@ static void t_errors(void)
     }
 }
 
+/* A NIC agent's reports: more offloaded collectives finished before any
+ * is pulled than the report ring first holds (it grows as schedules
+ * start), every one reported once, in the order they ended, up to
+ * coll_max at once; then the ring is reused. Single-member barriers end
+ * at the post. */
+static void t_agent_reports(void)
+{
+    quay_config cfg;
+    quay_config_default(&cfg);
+    cfg.rank = 0;
+    cfg.nranks = 2;
+    cfg.coll_max = 40;
+    quay_engine *agent;
+    if (!is_int(quay_engine_new(&cfg, &agent), 0))
+        return;
+    int32_t me = 0;
+    quay_offload d;
+    memset(&d, 0, sizeof d);
+    d.kind = QUAY_OFF_BARRIER;
+    d.ctx = 7;
+    d.size = 1;
+    d.world = &me;
+    int good = 1;
+    /* Reports pulled part-way, so the ring has wrapped when it grows: 6
+     * posted, 4 pulled, 10 more posted, all pulled: 0..15 in order. */
+    uint64_t next = 0, want = 0;
+    quay_action a;
+    for (int phase = 0; phase < 3; phase++) {
+        int post = phase == 0 ? 6 : phase == 1 ? 10 : 0, pull = phase == 0 ? 4 : 99;
+        for (int k = 0; k < post; k++) {
+            d.cookie = 500 + next++;
+            good &= quay_agent_post(agent, &d) == 0;
+        }
+        for (int k = 0; k < pull && quay_next_action(agent, &a) == 1;)
+            if (a.kind == QUAY_ACT_OFFLOAD_DONE) {
+                good &= a.offload.cookie == 500 + want++;
+                k++;
+            }
+    }
+    ok_msg(good && want == 16, "wrapped ring grown: %d reports in order", (int)want);
+    for (int round = 0; round < 2; round++) {
+        int posted = 0;
+        for (uint64_t k = 0; k < 50; k++) {
+            d.cookie = 1000 * (uint64_t)round + k;
+            int rc = quay_agent_post(agent, &d);
+            if (rc == QUAY_EAGAIN)
+                break; /* coll_max reports pending */
+            good &= rc == 0;
+            posted++;
+        }
+        good &= posted == (int)cfg.coll_max;
+        int n = 0;
+        while (quay_next_action(agent, &a) == 1) {
+            if (a.kind != QUAY_ACT_OFFLOAD_DONE)
+                continue;
+            good &= a.offload.cookie == 1000 * (uint64_t)round + (uint64_t)n &&
+                    a.offload.status == 0;
+            n++;
+        }
+        ok_msg(good && n == posted, "round %d: %d reports of %d, in order", round, n, posted);
+    }
+    quay_engine_free(agent);
+}
+
 int main(void)
 {
     subtest("barrier", t_barrier);
@@ -991,5 +1055,6 @@ int main(void)
     subtest("application bypass", t_bypass);
     subtest("multi-send", t_multi);
     subtest("arguments and bounds", t_errors);
+    subtest("NIC agent: reports beyond the first ring, in order", t_agent_reports);
     return done_testing();
 }

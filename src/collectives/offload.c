@@ -30,8 +30,8 @@ typedef struct off_report {
 
 struct coll_offload {
     qlink out, wait;    /* host: records to emit, records emitted */
-    off_report *rep;    /* agent: reports to emit, a ring of coll_max */
-    uint32_t rep_head, rep_count;
+    off_report *rep;    /* agent: reports to emit, a ring of rep_cap */
+    uint32_t rep_head, rep_count, rep_cap;
 };
 
 
@@ -40,16 +40,11 @@ static struct coll_offload *off_state(quay_engine *e)
     if (e->coll_off != NULL)
         return e->coll_off;
     struct coll_offload *st = qalloc(e, sizeof *st);
-    off_report *rep = qalloc(e, (size_t)e->cfg.coll_max * sizeof *rep);
-    if (st == NULL || rep == NULL) {
-        qfree(e, st);
-        qfree(e, rep);
+    if (st == NULL)
         return NULL;
-    }
     memset(st, 0, sizeof *st);
     ql_init(&st->out);
     ql_init(&st->wait);
-    st->rep = rep;
     e->coll_off = st;
     coll_hooks(e);
     return st;
@@ -124,11 +119,39 @@ int quay_on_offload_done(quay_engine *e, uint64_t cookie, int status)
 
 /* ---- agent ----------------------------------------------------------------------- */
 
+/* Room in the report ring for `need` reports: one for every schedule that
+ * may still report and those not yet emitted, made before a schedule
+ * starts. It grows by doubling up to coll_max, so an agent's memory
+ * follows what it runs, not the configured bound (a ring of coll_max made
+ * at once was 1 MiB with coll_max = 65,536: fuzz_engine). */
+static int rep_reserve(quay_engine *e, struct coll_offload *st, uint32_t need)
+{
+    if (need <= st->rep_cap)
+        return 0;
+    uint32_t cap = st->rep_cap ? st->rep_cap : 8;
+    while (cap < need)
+        cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
+    if (cap > e->cfg.coll_max)
+        cap = e->cfg.coll_max;
+    if (cap < need)
+        return -1; /* (the caller's coll_max check comes first) */
+    off_report *rep = qalloc(e, (size_t)cap * sizeof *rep);
+    if (rep == NULL)
+        return -1;
+    for (uint32_t i = 0; i < st->rep_count; i++)
+        rep[i] = st->rep[(st->rep_head + i) % st->rep_cap];
+    qfree(e, st->rep);
+    st->rep = rep;
+    st->rep_head = 0;
+    st->rep_cap = cap;
+    return 0;
+}
+
 void offload_report(quay_engine *e, uint64_t cookie, int status)
 {
     struct coll_offload *st = e->coll_off;
-    /* A slot per running schedule (coll_max): never full. */
-    off_report *r = &st->rep[(st->rep_head + st->rep_count) % e->cfg.coll_max];
+    /* A slot per running schedule (rep_reserve at the post): never full. */
+    off_report *r = &st->rep[(st->rep_head + st->rep_count) % st->rep_cap];
     r->cookie = cookie;
     r->status = status;
     st->rep_count++;
@@ -161,7 +184,8 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
           (d->rbuf == NULL || (d->kind == QUAY_OFF_REDUCE && d->world[d->root] != e->rank)))))
         return QUAY_EINVAL;
     struct coll_offload *st = off_state(e);
-    if (st == NULL || e->coll_nactive + st->rep_count >= e->cfg.coll_max)
+    if (st == NULL || e->coll_nactive + st->rep_count >= e->cfg.coll_max ||
+        rep_reserve(e, st, e->coll_nactive + st->rep_count + 1) != 0)
         return QUAY_EAGAIN;
     quay_comm *c = comm_lookup(e, d->ctx);
     if (c == NULL) {
@@ -194,7 +218,7 @@ int offload_emit(quay_engine *e, quay_action *a)
         a->offload.cookie = rec->d.cookie;
     } else if (st->rep_count != 0) {
         off_report *r = &st->rep[st->rep_head];
-        st->rep_head = (st->rep_head + 1) % e->cfg.coll_max;
+        st->rep_head = (st->rep_head + 1) % st->rep_cap;
         st->rep_count--;
         a->kind = QUAY_ACT_OFFLOAD_DONE;
         a->peer = e->rank;
