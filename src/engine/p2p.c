@@ -801,8 +801,15 @@ static QUAY_NOINLINE int start_general(quay_engine *e, quay_req *r)
     return r->kind == RK_SEND ? start_send(e, r) : start_recv(e, r);
 }
 
-/* quay_start's fast path for a receive, past the engine's conditions
- * (fatal, p2p_plain, nfailed: checked by the caller per request). */
+/* quay_start's fast path for a receive: the engine's side (healthy, no
+ * RTRs or arbitration, no failed peer) ... */
+static QUAY_ALWAYS_INLINE int start_engine_ok(const quay_engine *e)
+{
+    return e->fatal == 0 && e->p2p_plain && e->nfailed == 0;
+}
+
+/* ... and the request's (an inactive persistent receive from one source
+ * of a communicator with no unexpected message). */
 static QUAY_ALWAYS_INLINE int start_recv_fast_ok(const quay_engine *e, const quay_req *r)
 {
     return req_valid_ptr(e, r) && r->kind == RK_RECV &&
@@ -815,8 +822,7 @@ int quay_start(quay_engine *e, quay_req *r)
     /* The small-message hot path [DESIGN §9]: an inactive persistent
      * receive that irecv_posted would post (every check of start_general,
      * passed, and recv_short_ok's). */
-    if (e != NULL && start_recv_fast_ok(e, r) && e->fatal == 0 && e->p2p_plain &&
-        e->nfailed == 0) {
+    if (e != NULL && start_recv_fast_ok(e, r) && start_engine_ok(e)) {
         req_renew(e, r);
         r->flags = RF_PERSIST;
         recv_posted_go(e, r->comm, r);
@@ -825,11 +831,11 @@ int quay_start(quay_engine *e, quay_req *r)
     return start_general(e, r);
 }
 
-/* The engine's side of quay_start's fast path for receives (the
+/* quay_startall posts in its own loop only without the oracle (the
  * oracle's engines post through match.c, to keep it in lockstep). */
 static int startall_plain(const quay_engine *e)
 {
-    return e->fatal == 0 && e->p2p_plain && e->nfailed == 0 && e->m.oracle == NULL;
+    return start_engine_ok(e) && e->m.oracle == NULL;
 }
 
 int quay_startall(quay_engine *e, size_t count, quay_req *const reqs[], size_t *pstarted)
