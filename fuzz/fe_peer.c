@@ -454,16 +454,12 @@ void fe_op_respond(fe *f, fz_in *in)
         r.src = fe_crank_of(f, h.ctx, p);
         r.rreq = h.rreq;
         r.sreq = h.sreq;
-        if (v & 1) {
-            r.type = QUAY_PKT_UNA_ANY;
-        } else {
-            uint64_t n = (v & 2) && h.len > prm ? h.len - prm : h.len;
-            int rc = fe_through_key(f, h.key, 0, n, QUAY_MEM_WRITE);
-            r.type = QUAY_PKT_SC;
-            r.tag = prm % 8;
-            r.status = rc == 0 ? 0 : QUAY_EPROTO;
-            r.len = n;
-        }
+        uint64_t n = (v & 2) && h.len > prm ? h.len - prm : h.len;
+        int rc = fe_through_key(f, h.key, 0, n, QUAY_MEM_WRITE);
+        r.type = QUAY_PKT_SC;
+        r.tag = prm % 8;
+        r.status = rc == 0 ? 0 : QUAY_EPROTO;
+        r.len = n;
         send_hdr(f, p, &r, NULL, 0, 1);
         return;
     case QUAY_PKT_ANY_FLAG:

@@ -170,9 +170,6 @@ static void seeds_decode(void)
     H(QUAY_PKT_RTR_ANY);
     h.seq = 3, h.rreq = 0x300003, h.sreq = 0x100001, h.len = 5000, h.key = 77;
     dec_seed("seed-rtr-any", &h, 0);
-    H(QUAY_PKT_UNA_ANY);
-    h.seq = 4, h.rreq = 0x300003, h.sreq = 0x100001;
-    dec_seed("seed-una-any", &h, 0);
     H(QUAY_PKT_DISABLE_ANY);
     h.seq = 5, h.flags = WIRE_F_DROP, h.sreq = 0x100001, h.slot = 0x101;
     dec_seed("seed-disable-any", &h, 0);
@@ -803,7 +800,7 @@ static void dicts(void)
          "eager=\"\\x01\\x01\"\nrts=\"\\x01\\x02\"\ncts=\"\\x01\\x03\"\ndata=\"\\x01\\x04\"\n"
          "ack=\"\\x01\\x05\"\ncancel_req=\"\\x01\\x06\"\ncancel_rep=\"\\x01\\x07\"\n"
          "fin=\"\\x01\\x08\"\nrtr=\"\\x01\\x09\"\nsc=\"\\x01\\x0a\"\nena_any=\"\\x01\\x0b\"\n"
-         "any_flag=\"\\x01\\x0c\"\nrtr_any=\"\\x01\\x0d\"\nuna_any=\"\\x01\\x0e\"\n"
+         "any_flag=\"\\x01\\x0c\"\nrtr_any=\"\\x01\\x0d\"\n"
          "disable_any=\"\\x01\\x0f\"\n"
          "f_sync=\"\\x01\\x00\"\nf_ready=\"\\x02\\x00\"\n"
          "f_key=\"\\x04\\x00\"\nf_put_ok=\"\\x08\\x00\"\nf_more=\"\\x10\\x00\"\n"

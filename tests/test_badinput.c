@@ -1874,7 +1874,7 @@ static wire_hdr scp(int to, int from, uint32_t ctx, int32_t src, int32_t tag, ui
 /*
  * Rank 0 (R) receives with ANY_SOURCE, rank 1 (P) sends, rank 2 is a third
  * member that only forges; rtr_per_peer 2, any_slots 2. Forged, well-formed
- * ENA_ANY, ANY_FLAG, RTR_ANY, UNA_ANY, DISABLE_ANY and SC in every state of
+ * ENA_ANY, ANY_FLAG, RTR_ANY, DISABLE_ANY and SC in every state of
  * the exchange (announced, table full, flag in flight, claim in flight,
  * written), each in its turn; then the real exchange and further wildcard
  * transfers complete.
@@ -1949,8 +1949,6 @@ static void arb_states_case(void)
     expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY declining a send with no flag out");
     h.flags = WIRE_F_DROP;
     expect(1, 0, &h, NULL, 0, QUAY_ESTATE, "DISABLE_ANY+DROP declining a send with no flag out");
-    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s99id, 0, 0, 0);
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for a wildcard receive nobody claimed");
 
     /* A large send to R meets announcement A first: its flag goes out. */
     is_int(quay_isend(T.e[1], T.world[1], sb, 1000, 0, 1, QUAY_SEND_STANDARD, &s1), 0);
@@ -2003,7 +2001,7 @@ static void arb_states_case(void)
     ok_msg(p_of_r->nrtr == 2 && T.e[1]->peers[0].any_send == s1,
            "the sender's table and flag are unchanged");
 
-    /* ANY_FLAG and UNA_ANY at R while the flag is in flight. */
+    /* ANY_FLAG and SC at R while the flag is in flight. */
     watch(w1, w2, NULL);
     h = arbp(QUAY_PKT_ANY_FLAG, 0, 1, 0, 1, 1, 0, s1id, 0x103u, 1000, 0);
     expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG for slot index 2 (any_slots 2)");
@@ -2018,10 +2016,6 @@ static void arb_states_case(void)
     expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG claiming a rank outside the comm");
     h = arbp(QUAY_PKT_ANY_FLAG, 0, 0, 0, 0, 1, 0, s1id, A, 1000, 0);
     expect(0, 0, &h, NULL, 0, QUAY_ESTATE, "ANY_FLAG from the engine itself");
-    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id, 0, 0, 0);
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY before the claim");
-    h.rreq = GEN1 | 200;
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY naming an unknown receive");
     h = scp(0, 1, 0, 1, 1, s1id, w1id, 1000);
     expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC into an unclaimed wildcard receive");
 
@@ -2037,16 +2031,6 @@ static void arb_states_case(void)
                claim.key != 0 && (w1->flags & RF_ANY_CLAIMED),
            "w1 claimed for s1: RTR_ANY(rreq, sreq, cap, key) in flight");
     watch(w1, w2, NULL);
-    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id + GEN1, 0, 0, 0);
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for the claimed receive, another send");
-    h.sreq = s1id;
-    h.ctx = 7;
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for the claimed receive, another ctx");
-    h.ctx = 0;
-    h.rreq = w2id;
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY naming a receive claimed by no one");
-    h = arbp(QUAY_PKT_UNA_ANY, 0, 2, 0, 2, 0, w1id, s1id, 0, 0, 0);
-    expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY from a peer that did not claim the receive");
     h = scp(0, 2, 0, 2, 1, s1id, w1id, 1000);
     expect(0, 2, &h, NULL, 0, QUAY_ESTATE, "SC into the claimed receive from another peer");
     h = scp(0, 1, 0, 1, 1, s1id + GEN1, w1id, 1000);
@@ -2078,8 +2062,6 @@ static void arb_states_case(void)
     quay_status st;
     ok(tn_done(w1, &st) && st.source == 1 && st.tag == 1);
     nwatch = 0;
-    h = arbp(QUAY_PKT_UNA_ANY, 0, 1, 0, 1, 0, w1id, s1id, 0, 0, 0);
-    expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "UNA_ANY for a completed receive");
     h = scp(0, 1, 0, 1, 1, s1id, w1id, 1000);
     expect(0, 1, &h, NULL, 0, QUAY_ESTATE, "SC again for the completed receive");
     quay_req_free(T.e[0], w1);
@@ -2140,9 +2122,6 @@ static void arb_off_case(void)
         expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
         h = arbp(QUAY_PKT_RTR_ANY, 1, 0, 0, 0, 0, GEN1 | 4, GEN1 | 3, 0, 1000, 0x1234);
         snprintf(what, sizeof what, "RTR_ANY to an engine with rtr %d, rtr_any 0", rtr);
-        expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
-        h = arbp(QUAY_PKT_UNA_ANY, 1, 0, 0, 0, 0, wid, GEN1 | 3, 0, 0, 0);
-        snprintf(what, sizeof what, "UNA_ANY to an engine with rtr %d, rtr_any 0", rtr);
         expect(1, 0, &h, NULL, 0, QUAY_ESTATE, what);
         h = arbp(QUAY_PKT_DISABLE_ANY, 1, 0, 0, 0, 0, 0, GEN1 | 3, 0x101u, 0, 0);
         h.flags = WIRE_F_DROP;

@@ -400,6 +400,69 @@ static void t_credit_lost_grants(void)
     tn_fini(&T);
 }
 
+/*
+ * Credits held by messages matched only later: one credit, three tag-1
+ * messages kept unexpected, and the receiver waits for the tag 2 behind
+ * them (legal MPI). The blocked sender is lent one more credit each time
+ * it asks while the receiver waits on it and a descriptor is free; with
+ * the room full (max_unexpected 2) nothing more is lent until receives
+ * drain it. A receiver that waits on nothing from the sender lends
+ * nothing (t_credit_window).
+ */
+static void t_credit_loans(void)
+{
+    for (int full = 0; full <= 1; full++) {
+        quay_config c;
+        flow_config(&c, 2);
+        c.flow = QUAY_FLOW_CREDIT;
+        c.flow_credits = 1;
+        c.max_unexpected = full ? 2 : 64;
+        is_int(tn_init(&T, 2, &c), 0);
+        uint8_t sb[4][8], rb[4][8];
+        quay_req *s[4], *r[4];
+        for (int i = 0; i < 4; i++) {
+            memset(sb[i], 0x60 + i, 8);
+            is_int(quay_isend(T.e[0], T.world[0], sb[i], 8, 1, i < 3 ? 1 : 2,
+                              QUAY_SEND_STANDARD, &s[i]),
+                   0);
+        }
+        settle();
+        quay_stats st;
+        quay_engine_stats(T.e[1], &st);
+        is_int((int)st.credit_loans, 0); /* nothing waits on the sender yet */
+        is_int(st.umsgs_in_use, 1);
+        is_int(quay_irecv(T.e[1], T.world[1], rb[3], 8, 0, 2, &r[3]), 0);
+        settle();
+        quay_engine_stats(T.e[1], &st);
+        if (!full) {
+            ok_msg(quay_req_test(r[3], NULL) && memcmp(rb[3], sb[3], 8) == 0,
+                   "tag 2 got past the three kept messages");
+            is_int((int)st.credit_loans, 3);
+            is_int(st.umsgs_in_use, 3);
+        } else {
+            ok_msg(!quay_req_test(r[3], NULL), "room full: tag 2 waits");
+            is_int((int)st.credit_loans, 1);
+            is_int(st.umsgs_in_use, 2);
+        }
+        is_int((int)st.nacks_sent, 0);
+        for (int i = 0; i < 3; i++)
+            is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 1, &r[i]), 0);
+        settle();
+        for (int i = 0; i < 4; i++) {
+            ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0,
+                   "room %s: message %d", full ? "full" : "free", i);
+            ok(quay_req_test(s[i], NULL));
+            quay_req_free(T.e[0], s[i]);
+            quay_req_free(T.e[1], r[i]);
+        }
+        quay_engine_stats(T.e[1], &st);
+        is_int((int)st.nacks_sent, 0);
+        settle();
+        check_clean();
+        tn_fini(&T);
+    }
+}
+
 /* Both ends must run the same policy: a frame of the other is malformed. */
 static void t_credit_policy_mismatch(void)
 {
@@ -612,6 +675,7 @@ int main(void)
     subtest("collectives: bypass, a member dies before the call", t_collective_bypass_failure);
     subtest("credits: window held, grants returned, no NACK", t_credit_window);
     subtest("credits: lost grants, probes, full receiver alive", t_credit_lost_grants);
+    subtest("credits: loans to a blocked sender the receiver waits on", t_credit_loans);
     subtest("credits: policy mismatch is malformed", t_credit_policy_mismatch);
     return done_testing();
 }

@@ -785,9 +785,9 @@ static void t_arbitrate(void)
     quay_req_free(T.e[1], s2);
     quay_req_free(T.e[1], s3);
 
-    /* A send cancelled with its flag out declines the claim (UNA_ANY):
-     * the wildcard is free again and another sender's flag takes it. A
-     * queued send is cancelled at once. */
+    /* A send cancelled with its flag out: the receiver's answer decides.
+     * Claimed, the message was matched, so the cancel fails and the data
+     * goes. A queued send is cancelled at once. */
     quay_irecv(T.e[0], w0, rb, sizeof rb, QUAY_ANY_SOURCE, 1, &r);
     tn_pump(&T);
     quay_isend(T.e[1], w1, sb, 1000, 0, 1, QUAY_SEND_STANDARD, &s);
@@ -799,39 +799,54 @@ static void t_arbitrate(void)
     is_int(quay_cancel(T.e[1], s), 0);
     ok(!tn_done(s, NULL));
     tn_pump(&T);
-    ok(tn_done(s, &st) && st.cancelled && st.error == QUAY_ECANCELLED);
-    STATES(1, s, "flag out, cancelled: claim declined", F, SA, SC, D);
-    quay_engine_stats(T.e[0], &ss);
-    is_int((int)ss.any_una, 1);
-    ok(!tn_done(r, NULL) && r->state == QUAY_RS_RECV_ANY);
-    quay_isend(T.e[2], w2, sb, 700, 0, 1, QUAY_SEND_STANDARD, &s2);
+    ok(tn_good(s, 1000) && !s->status.cancelled);
+    ok(tn_good(r, 1000) && memcmp(rb, sb, 1000) == 0);
+    STATES(1, s, "flag out, cancel asked, claimed: not cancelled", F, SA, SWR, D);
+    quay_req_free(T.e[0], r);
+    quay_req_free(T.e[1], s);
+
+    /* Declined, nothing of it reached the receiver: cancelled. (An
+     * envelope from rank 2 takes the wildcard before the flag gets
+     * there.) */
+    quay_irecv(T.e[0], w0, rb, sizeof rb, QUAY_ANY_SOURCE, 1, &r);
     tn_pump(&T);
-    ok(tn_good(r, 700) && tn_good(s2, 700));
-    STATES(0, r, "claim declined, claimed again", F, RA, D);
+    quay_isend(T.e[1], w1, sb, 1000, 0, 1, QUAY_SEND_STANDARD, &s);
+    tn_pull(&T, 1);
+    is_int(quay_cancel(T.e[1], s), 0);
+    quay_isend(T.e[2], w2, sb, 20, 0, 1, QUAY_SEND_STANDARD, &s2);
+    tn_pull(&T, 2);
+    is_int(tn_deliver(&T, find(QUAY_PKT_EAGER, 2, 0)), 0);
+    ok(tn_good(r, 20) && tn_good(s2, 20));
+    tn_pump(&T);
+    ok(tn_done(s, &st) && st.cancelled && st.error == QUAY_ECANCELLED);
+    STATES(1, s, "flag out, cancelled: flag declined", F, SA, SC, D);
     quay_req_free(T.e[0], r);
     quay_req_free(T.e[1], s);
     quay_req_free(T.e[2], s2);
 
-    /* A claimed wildcard is a barrier: an envelope it would match waits
-     * (kept, not refused) until the SC completes it, then goes to the
-     * next receive.
-     * A cancel of a claimed wildcard loses to the SC. */
+    /* A claim is the match: the claimed wildcard leaves the posted queue,
+     * so an envelope it would have matched goes to the next receive at
+     * once (nothing waits behind a claim), and a cancel of the claimed
+     * wildcard fails: its SC completes it. */
     quay_irecv(T.e[0], w0, rb, sizeof rb, QUAY_ANY_SOURCE, 1, &r);
     quay_irecv(T.e[0], w0, rb2, sizeof rb2, QUAY_ANY_SOURCE, QUAY_ANY_TAG, &r2);
     tn_pump(&T);
     quay_isend(T.e[1], w1, sb, 1000, 0, 1, QUAY_SEND_STANDARD, &s);
     tn_pull(&T, 1);
     tn_deliver(&T, find(QUAY_PKT_ANY_FLAG, 1, 0)); /* claimed */
+    ok(r->flags & RF_ANY_CLAIMED);
     is_int(quay_cancel(T.e[0], r), 0);
+    ok(!tn_done(r, NULL));
     quay_isend(T.e[2], w2, sb, 20, 0, 1, QUAY_SEND_STANDARD, &s2);
     tn_pull(&T, 2);
     is_int(offer(find(QUAY_PKT_EAGER, 2, 0)), 0);
-    ok(!tn_done(r2, NULL));
+    ok(tn_good(r2, 20) && tn_done(r2, &st) && st.source == 2);
+    ok(!tn_done(r, NULL));
     tn_pump(&T);
-    ok(tn_good(r, 1000) && !r->status.cancelled);
-    ok(tn_good(r2, 20) && tn_good(s2, 20) && tn_good(s, 1000));
-    ok(tn_done(r2, &st) && st.source == 2);
-    STATES(0, r2, "wildcard behind a claimed one, taken by an envelope", F, RA, D);
+    ok(tn_good(r, 1000) && !r->status.cancelled && memcmp(rb, sb, 1000) == 0);
+    ok(tn_good(s2, 20) && tn_good(s, 1000));
+    STATES(0, r2, "wildcard after a claimed one, taken by an envelope", F, RA, D);
+    STATES(0, r, "claimed, cancel failed, SC", F, RA, D);
     quay_req_free(T.e[0], r);
     quay_req_free(T.e[0], r2);
     quay_req_free(T.e[1], s);

@@ -387,7 +387,9 @@ enum {
      *  carried in every frame, also on ACK-only frames, which never take
      *  credit themselves). A receiver within its grants never refuses, so
      *  NACKs stay the safety net; a sender out of credit probes on a timer
-     *  so that a lost grant cannot stall it. */
+     *  so that a lost grant cannot stall it. A sender whose whole share is
+     *  held in messages the receiver has not matched yet is lent one more
+     *  while the receiver has free descriptors (stats credit_loans). */
     QUAY_FLOW_CREDIT = 2,
 };
 
@@ -1035,8 +1037,9 @@ typedef enum quay_req_state {
                                 SC, or an envelope matched here */
     QUAY_RS_RECV_ANY,      /**< posted wildcard receive, its pattern
                                 announced: an envelope may match it, or a
-                                sender's flag may claim it (RTR_ANY sent:
-                                awaiting SC or UNA_ANY) */
+                                sender's flag may claim it (matched, out of
+                                the posted queue, RTR_ANY sent: awaiting
+                                the data and SC) */
     /* one-sided */
     QUAY_RS_RDMA,          /**< put / get issued, awaiting its op_done */
     /* collective (quay_coll.h) */
@@ -1102,8 +1105,8 @@ typedef enum quay_pkt_type {
                                   envelope (sequenced) */
     QUAY_PKT_RTR_ANY = 13,   /**< arbitration: the wildcard receive is
                                   claimed for the flag's send (sequenced) */
-    QUAY_PKT_UNA_ANY = 14,   /**< arbitration: the sender declines a claim
-                                  (its send was cancelled) (sequenced) */
+    /* 14 is retired (UNA_ANY: a sender declining a claim; a claim is a
+     * match now): a packet of type 14 is malformed. */
     QUAY_PKT_DISABLE_ANY = 15 /**< arbitration: a flag declined, or an
                                   announcement withdrawn (sequenced) */
 } quay_pkt_type;
@@ -1134,6 +1137,8 @@ typedef struct quay_stats {
     uint64_t pings;            /**< keepalive pings to silent peers */
     uint64_t acks_only;        /**< ACK-only packets emitted */
     uint64_t bad_checksum;     /**< packets dropped for a CRC mismatch */
+    uint64_t credit_loans;     /**< QUAY_FLOW_CREDIT: credits lent to a
+                                    blocked peer beyond its share */
     uint32_t peers_failed;
     /* registered memory and RDMA rendezvous */
     uint32_t regions_in_use;   /**< registered regions (user and internal) */
@@ -1152,7 +1157,6 @@ typedef struct quay_stats {
                                     announcement (no ENA_ANY needed) */
     uint64_t any_claimed;      /**< RTR_ANY emitted: a flag won a receive */
     uint64_t any_declined;     /**< flags answered DISABLE_ANY */
-    uint64_t any_una;          /**< claims the sender declined (UNA_ANY) */
     uint64_t any_evicted;      /**< patterns evicted (DISABLE_ANY to holders) */
     uint64_t any_plain;        /**< wildcard receives not arbitrated (no slot,
                                     a peer's table full, or a pending

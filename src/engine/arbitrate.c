@@ -11,12 +11,11 @@
  *                                             the entry is first in line
  *   match the flag like an envelope     <--  ANY_FLAG(seq, envelope)
  *   it takes the wildcard receive W:          (later sends to R wait)
- *     claim W, RTR_ANY(W, cap, key)     -->  write (RDMA_PUT), then
- *                                        <--  SC: W completes
+ *     claim W: matched, RTR_ANY(W,      -->  write (RDMA_PUT), then
+ *     cap, key)                          <--  SC: W completes
  *   anything else (an earlier receive,
- *     W claimed, W gone): DISABLE_ANY   -->  send the envelope instead
+ *     W gone): DISABLE_ANY              -->  send the envelope instead
  *     (DROP: no wildcard of the pattern is pending: forget the entry)
- *   a claim whose send was cancelled    <--  UNA_ANY: W is free again
  *   a new pattern, every slot in use: evict an idle one, DISABLE_ANY to
  *   its holders; all busy: the receive is matched the ordinary way.
  *
@@ -25,9 +24,13 @@
  *    with its own matcher, in P's send order, against every receive posted
  *    before (specific, delegated or wildcard) and after: the flag wins W
  *    only if W is the first posted receive P's message matches.
- *  - A claimed W stays posted as a barrier: an envelope whose first match
- *    is W waits (QUAY_EAGAIN / held) until SC completes W or UNA_ANY frees
- *    it, so no later receive takes a message W could have taken.
+ *  - A claim is the match: W leaves the posted queue at once and later
+ *    envelopes match what was posted after it. A cancel of either side
+ *    after the claim fails (MPI: the message was matched). MPIN instead
+ *    keeps W posted as a barrier until SC, so that a cancelled send can
+ *    give W back (UNA_ANY); quay did too until messages held behind the
+ *    barrier were found to fill the unexpected room and deadlock ranks
+ *    under flow control (fuzz/crashes/sim/claim-barrier-*).
  *  - P has at most one flag out per receiver and queues later sends to it
  *    (SEND_QUEUED) until R answers: no later message of P overtakes the
  *    flagged one.
@@ -244,9 +247,8 @@ void arb_release(quay_engine *e, quay_req *r)
 
 void arb_cancel(quay_engine *e, quay_req *r)
 {
-    if (r->flags & RF_ANY_CLAIMED)
-        r->flags |= RF_CANCEL_PENDING; /* SC: it was matched; UNA_ANY: cancelled */
-    else
+    /* Claimed is matched: too late to cancel, its SC completes it. */
+    if (!(r->flags & RF_ANY_CLAIMED))
         recv_unpost_cancelled(e, r);
 }
 
@@ -262,7 +264,12 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
     if (rtrq_room(e) == 0)
         return QUAY_EAGAIN;
     quay_req *r = c != NULL ? match_find_posted(e, c, m->src, m->tag) : NULL;
-    if (r != NULL && r->state == QUAY_RS_RECV_ANY && !(r->flags & RF_ANY_CLAIMED)) {
+    if (r != NULL && r->state == QUAY_RS_RECV_ANY) {
+        /* The flag's message matches W: W leaves the posted queue now, as
+         * it would for its envelope; the data and SC complete it. */
+        match_remove_posted(e, r);
+        if (e->trace_fn)
+            trace_match(e, r, m, peer, m->seq, m->ctx, m->src, m->tag);
         r->flags |= RF_ANY_CLAIMED;
         r->peer = peer;
         r->sreq = m->sreq;
@@ -280,7 +287,7 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
         return 0;
     }
     /* Not for W now: the sender sends its envelope, which our matcher
-     * places (or holds behind a claim). With nothing of the pattern
+     * places. With nothing of the pattern
      * pending, the sender forgets the announcement too. */
     any_slot *s = &e->aslots[idx];
     uint64_t *b = slot_bits(e, idx);
@@ -301,36 +308,13 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
     return 0;
 }
 
-static int on_una(quay_engine *e, int32_t peer, const umsg *m)
-{
-    quay_req *r = req_by_id(e, m->rreq);
-    if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_ANY ||
-        !(r->flags & RF_ANY_CLAIMED) || r->peer != peer || r->sreq != m->sreq ||
-        r->ctx != m->ctx || !comm_src_ok(r->comm, m->src, peer))
-        return QUAY_ESTATE;
-    r->flags &= ~(uint32_t)RF_ANY_CLAIMED;
-    r->peer = -1;
-    r->sreq = 0;
-    r->msg_len = 0;
-    r->status.source = QUAY_ANY_SOURCE;
-    r->status.tag = r->tag;
-    e->st.any_una++;
-    if (r->flags & RF_CANCEL_PENDING)
-        recv_unpost_cancelled(e, r);
-    /* Else W is free again; envelopes held behind the claim go on. */
-    return 0;
-}
-
 int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m)
 {
     if (!(r->flags & RF_ANY_CLAIMED) || r->peer != peer || r->sreq != m->sreq ||
         r->ctx != m->ctx || !comm_src_ok(r->comm, m->src, peer) ||
         (r->tag != QUAY_ANY_TAG && r->tag != m->tag))
         return QUAY_ESTATE;
-    match_remove_posted(e, r);
-    if (e->trace_fn)
-        trace_match(e, r, m, peer, m->seq, m->ctx, m->src, m->tag);
-    r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING); /* matched: no cancel */
+    r->flags &= ~(uint32_t)RF_ANY_CLAIMED; /* matched at the claim */
     arb_release(e, r);
     rtr_sc_complete(e, r, m);
     return 0;
@@ -391,7 +375,7 @@ static void release_queue(quay_engine *e, int32_t peer)
     }
 }
 
-/* r never left (queued), or its flag was declined or its claim refused. */
+/* r never left (queued), or its flag was declined. */
 static void send_cancelled(quay_engine *e, quay_req *r)
 {
     r->flags |= RF_CANCELLED;
@@ -471,22 +455,13 @@ static int on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
     quay_req *r = flagged_send(e, peer, m, 1);
     if (r == NULL)
         return QUAY_ESTATE;
-    if ((r->flags & RF_ANY_CANCEL) && rtrq_room(e) == 0)
-        return QUAY_EAGAIN;
     ps->any_send = NULL;
-    if (r->flags & RF_ANY_CANCEL) {
-        rtr_item *it = rtrq_push_item(e, QUAY_PKT_UNA_ANY, peer);
-        it->ctx = r->ctx;
-        it->src = r->comm->myrank;
-        it->rreq = m->rreq;
-        it->sreq = r->id;
-        send_cancelled(e, r);
-    } else {
-        /* Claimed: write into W, then SC under a new number (the flag
-         * used r's). */
-        r->seq = seq_assign(e, peer);
-        rtr_write_start(e, r, m->rreq, m->key, m->len);
-    }
+    /* Claimed: the receiver matched the message, so a cancel asked for
+     * meanwhile fails. Write into W, then SC under a new number (the flag
+     * used r's). */
+    r->flags &= ~(uint32_t)RF_ANY_CANCEL;
+    r->seq = seq_assign(e, peer);
+    rtr_write_start(e, r, m->rreq, m->key, m->len);
     release_queue(e, peer);
     return 0;
 }
@@ -527,7 +502,6 @@ int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m)
     case QUAY_PKT_ENA_ANY: return on_ena(e, peer, m);
     case QUAY_PKT_ANY_FLAG: return on_flag(e, peer, m);
     case QUAY_PKT_RTR_ANY: return on_rtr_any(e, peer, m);
-    case QUAY_PKT_UNA_ANY: return on_una(e, peer, m);
     case QUAY_PKT_DISABLE_ANY: return on_disable(e, peer, m);
     default: return QUAY_ESTATE;
     }

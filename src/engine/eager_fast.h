@@ -71,8 +71,8 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
             c->nplain--;
     } else {
         r = match_find_posted(e, c, src, tag);
-        if (r == NULL || (r->flags & RF_ANY_CLAIMED))
-            return EAGER_NOT_FAST; /* a claimed wildcard: the general path waits */
+        if (r == NULL)
+            return EAGER_NOT_FAST;
         match_remove_posted(e, r);
     }
     if (r->state == QUAY_RS_RECV_RTR)

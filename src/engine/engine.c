@@ -245,7 +245,6 @@ static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, 
     case QUAY_PKT_ENA_ANY:
     case QUAY_PKT_ANY_FLAG:
     case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_UNA_ANY:
     case QUAY_PKT_DISABLE_ANY:
         return seq_on_packet(e, peer, h, payload, plen);
     case QUAY_PKT_CTS: return rndv_on_cts(e, peer, h);

@@ -76,7 +76,6 @@ const char *quay_pkt_name(int type)
     case QUAY_PKT_ENA_ANY: return "ENA_ANY";
     case QUAY_PKT_ANY_FLAG: return "ANY_FLAG";
     case QUAY_PKT_RTR_ANY: return "RTR_ANY";
-    case QUAY_PKT_UNA_ANY: return "UNA_ANY";
     case QUAY_PKT_DISABLE_ANY: return "DISABLE_ANY";
     default: return "?";
     }

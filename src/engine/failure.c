@@ -67,13 +67,15 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
             continue;
         if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR ||
             r->state == QUAY_RS_RECV_ANY) {
-            match_remove_posted(e, r);
+            if (!(r->flags & RF_ANY_CLAIMED))
+                if (!(r->flags & RF_ANY_CLAIMED))
+                match_remove_posted(e, r); /* a claim left it at the claim */
             if (r->state == QUAY_RS_RECV_RTR) {
                 rtr_undelegate(e, r); /* the peer is gone: nothing to tell */
             } else if (r->state == QUAY_RS_RECV_ANY) {
                 /* Claimed by the failed peer: its data may be half
                  * written. status.source is the claimant, set at the claim. */
-                r->flags &= ~(uint32_t)(RF_ANY_CLAIMED | RF_CANCEL_PENDING);
+                r->flags &= ~(uint32_t)RF_ANY_CLAIMED;
                 arb_release(e, r);
             }
             if (r->state != QUAY_RS_RECV_ANY)

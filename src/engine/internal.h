@@ -96,10 +96,11 @@ enum {
                                   hold it: a revoke or cancel must follow) */
     RF_RTR_TAKEN = 1u << 23,   /* recv RTR: a cancel's verdict says the sender
                                   took the RTR: its SC is on its way */
-    RF_ANY_CLAIMED = 1u << 24, /* recv ANY: RTR_ANY given to r->peer's send
-                                  r->sreq: SC or UNA_ANY decides */
+    RF_ANY_CLAIMED = 1u << 24, /* recv ANY: matched by r->peer's flag for its
+                                  send r->sreq (not posted any more): RTR_ANY
+                                  given, awaiting the data and SC */
     RF_ANY_CANCEL = 1u << 25,  /* send ANY: cancelled while its flag is out:
-                                  decline a claim, drop a refusal */
+                                  cancelled if declined, fails if claimed */
     RF_COLL = 1u << 26,        /* engine-owned step of a collective schedule:
                                   completion goes to e->coll_hook, then it is
                                   released (src/collectives/sched.c) */
@@ -260,12 +261,12 @@ typedef struct rtr_logent {
 /* Sequenced control work (RTRs and the arbitration packets), numbered
  * when it goes out: pure data, encoded at pull. */
 typedef struct rtr_item {
-    uint8_t pkt;      /* QUAY_PKT_RTR, ENA_ANY, RTR_ANY, UNA_ANY, DISABLE_ANY */
+    uint8_t pkt;      /* QUAY_PKT_RTR, ENA_ANY, RTR_ANY, DISABLE_ANY */
     uint8_t flags;    /* RTR: 0 (delegate), WIRE_F_REVOKE, WIRE_F_CANCEL;
                          DISABLE_ANY: WIRE_F_DROP */
     int32_t peer;
     uint32_t rreq;
-    uint32_t sreq;    /* RTR_ANY, UNA_ANY, DISABLE_ANY: the flag's send */
+    uint32_t sreq;    /* RTR_ANY, DISABLE_ANY: the flag's send */
     uint32_t slot;    /* ENA_ANY, DISABLE_ANY: the announcement id */
     uint32_t ctx;
     int32_t src;      /* our comm rank */
@@ -881,7 +882,8 @@ void arb_release(quay_engine *e, quay_req *r);
 /** Receiver: a posted receive (RECV_POSTED, RECV_RTR or RECV_ANY) leaves
  *  the queue and completes cancelled (cancel.c). */
 void recv_unpost_cancelled(quay_engine *e, quay_req *r);
-/** Receiver: cancel r (RECV_ANY): now if unclaimed, else at the verdict. */
+/** Receiver: cancel r (RECV_ANY): now if unclaimed; a claimed one was
+ *  matched, so the cancel fails (its SC completes it). */
 void arb_cancel(quay_engine *e, quay_req *r);
 /** Sender: 1 if r must wait behind a send of its peer in arbitration
  *  (then it is queued, SEND_QUEUED). */

@@ -120,8 +120,8 @@ umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq)
  * it must wait). Returns 0 (consumed), QUAY_ESTATE (rejected; a held
  * descriptor is freed and counts consumed), or, nothing changed, either
  * QUAY_EAGAIN (no room to keep it as an unexpected message) or SEQ_WAIT
- * (it must wait for the engine's own progress: a reply slot, a claimed
- * receive; keeping it costs a descriptor, not progress).
+ * (it must wait for the engine's own progress: a reply slot; keeping it
+ * costs a descriptor, not progress).
  */
 #define SEQ_WAIT 1
 static int seq_process(quay_engine *e, int32_t peer, umsg *env,
@@ -165,8 +165,6 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             return 0;
         }
         quay_req *r = match_find_posted(e, c, env->src, env->tag);
-        if (r != NULL && (r->flags & RF_ANY_CLAIMED))
-            return SEQ_WAIT; /* its first match waits on a claim */
         if (r != NULL) {
             match_remove_posted(e, r);
             if (e->trace_fn)

@@ -23,7 +23,6 @@ static size_t hdr_len_of(uint8_t type, uint16_t flags)
     case QUAY_PKT_ENA_ANY:
     case QUAY_PKT_ANY_FLAG:
     case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_UNA_ANY:
     case QUAY_PKT_DISABLE_ANY: return WIRE_ANY_LEN;
     case QUAY_PKT_DATA: return WIRE_DATA_LEN;
     case QUAY_PKT_ACK: return WIRE_ACK_LEN;
@@ -61,11 +60,6 @@ static int any_decode(const uint8_t *b, size_t payload, wire_hdr *h)
                    : 0;
     case QUAY_PKT_RTR_ANY: /* the receive, its capacity and key */
         return h->flags != 0 || h->tag != 0 || h->rreq == 0 || h->sreq == 0 || h->slot != 0
-                   ? -1
-                   : 0;
-    case QUAY_PKT_UNA_ANY:
-        return h->flags != 0 || h->tag != 0 || h->rreq == 0 || h->sreq == 0 || h->slot != 0 ||
-                       h->len != 0 || h->key != 0
                    ? -1
                    : 0;
     default: /* DISABLE_ANY: a flag's send (may drop) or none (drops) */
@@ -186,7 +180,6 @@ static int decode(const uint8_t *b, size_t len, wire_hdr *h, uint16_t more)
     case QUAY_PKT_ENA_ANY:
     case QUAY_PKT_ANY_FLAG:
     case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_UNA_ANY:
     case QUAY_PKT_DISABLE_ANY:
         return any_decode(b, payload, h) == 0 ? (int)hl : QUAY_EPROTO;
     case QUAY_PKT_DATA:
@@ -285,7 +278,6 @@ size_t wire_encode(const wire_hdr *h, uint8_t *o)
     case QUAY_PKT_ENA_ANY:
     case QUAY_PKT_ANY_FLAG:
     case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_UNA_ANY:
     case QUAY_PKT_DISABLE_ANY:
         wire_put32(o + 4, h->seq);
         wire_put32(o + 8, h->ctx);

@@ -50,12 +50,78 @@ void chan_init(quay_engine *e)
 
 /* ---- credits (QUAY_FLOW_CREDIT) ---------------------------------------------- */
 
-/* The limit we grant `ps`: it may have sent every seq we accepted, plus
+/* The peer's share: it may have sent every seq we accepted, plus
  * flow_credits more than the messages of it that we still hold. Never
  * decreases: accepting a kept message moves both terms. */
-static uint32_t credit_grant(const quay_engine *e, const peer_state *ps)
+static uint32_t credit_share(const quay_engine *e, const peer_state *ps)
 {
     return ps->rx.expected + e->cfg.flow_credits - ps->credit_held;
+}
+
+/* The limit we grant `ps`: its share, never below a grant already sent
+ * (a loan, below, is repaid as the share catches up with it). */
+static uint32_t credit_grant(const quay_engine *e, const peer_state *ps)
+{
+    uint32_t share = credit_share(e, ps);
+    return fc_seq_lt(share, ps->credit_sent) ? ps->credit_sent : share;
+}
+
+static int comm_has_world(const quay_comm *c, int32_t peer)
+{
+    for (int32_t i = 0; i < c->size; i++)
+        if (comm_world(c, i) == peer)
+            return 1;
+    return 0;
+}
+
+/* 1 if a request of ours waits for something from `peer`: a receive
+ * posted for it (or for any source of a communicator it is in), a
+ * transfer with it. */
+static int waits_on_peer(const quay_engine *e, int32_t peer)
+{
+    for (uint32_t i = 0; i < e->nreqs; i++) {
+        const quay_req *r = &e->reqs[i];
+        if (req_waits_on(e, r) == peer)
+            return 1;
+        if (r->kind == RK_RECV && r->rank == QUAY_ANY_SOURCE &&
+            (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_ANY) &&
+            r->comm != NULL && comm_has_world(r->comm, peer))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A loan beyond the share. A sender whose every credit is held here by
+ * messages we will match only later (early messages of a later
+ * collective, say) cannot send the one we may be waiting for: a livelock
+ * with a small share (docs/flowctl.md). So when `ps` says it is blocked,
+ * every seq we granted it has arrived, a request of ours waits on it, and
+ * the unexpected room has a free descriptor beyond the loans not yet
+ * arrived, it gets one more. (A receiver that waits on nothing from the
+ * sender lends nothing: the share holds, as the window test checks.) A
+ * loan may take room another peer's share counted on; if the room is gone
+ * when a message arrives it is refused (NACK), the safety net credits keep.
+ */
+static uint32_t credit_lend(quay_engine *e, const peer_state *ps, uint32_t grant)
+{
+    if (!ps->peer_blocked || grant != ps->rx.expected)
+        return grant;
+    /* Loans not yet arrived (one that arrived and is kept already holds
+     * its descriptor). */
+    uint32_t due = 0;
+    for (int32_t p = 0; p < e->nranks; p++) {
+        const peer_state *q = &e->peers[p];
+        uint32_t share = credit_share(e, q);
+        if (fc_seq_lt(share, q->credit_sent) && fc_seq_lt(q->rx.expected, q->credit_sent)) {
+            uint32_t lent = q->credit_sent - share, unarrived = q->credit_sent - q->rx.expected;
+            due += lent < unarrived ? lent : unarrived;
+        }
+    }
+    if (e->nmsgs - e->msgs_used <= due || !waits_on_peer(e, (int32_t)(ps - e->peers)))
+        return grant;
+    e->st.credit_loans++;
+    return grant + 1;
 }
 
 /* A grant worth a frame of its own: half the credits came back, or the
@@ -166,7 +232,7 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
         /* Every frame carries our current grant (a NACK's seq is its ack
          * field, so the field is free). */
         flags |= CHAN_F_CREDIT;
-        nack = credit_grant(e, ps);
+        nack = credit_lend(e, ps, credit_grant(e, ps));
         ps->credit_sent = nack;
         ps->peer_blocked = 0;
         if (credit_blocked(e, ps))

@@ -530,7 +530,7 @@ static int req_state_ok(const quay_req *r)
 static int req_posted(const quay_req *r)
 {
     return r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR ||
-           r->state == QUAY_RS_RECV_ANY;
+           (r->state == QUAY_RS_RECV_ANY && !(r->flags & RF_ANY_CLAIMED));
 }
 
 /* An internal region key of this channel, live in the blob (CHECK). */

@@ -195,7 +195,6 @@ typedef struct scn_outcomes {
     /* ANY_SOURCE arbitration, summed over the engines (quay_stats) */
     uint64_t any_claimed;        /**< flags that won a wildcard receive */
     uint64_t any_declined;       /**< flags sent back to the envelope path */
-    uint64_t any_una;            /**< claims declined (send cancelled) */
     /* collectives */
     uint32_t coll_msgs;          /**< messages matched on collective twins */
     uint64_t switches_refused;   /**< context saves refused (QUAY_EBUSY)

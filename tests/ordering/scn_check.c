@@ -556,7 +556,6 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     o->dups_dropped = run->dups_dropped;
     o->any_claimed = run->any_claimed;
     o->any_declined = run->any_declined;
-    o->any_una = run->any_una;
     o->coll_msgs = (uint32_t)run->ncmatches;
     o->switches_refused = run->switches_refused;
     o->sends = run->sends;

@@ -371,7 +371,7 @@ struct scn_runner {
     int complete_actions; /* QUAY_CFG_COMPLETE_ACTIONS in use */
     uint64_t max_steps;
     uint64_t deferred; /* EAGAIN answers in the last run */
-    uint64_t any_claimed, any_declined, any_una; /* arbitration, last run */
+    uint64_t any_claimed, any_declined; /* arbitration, last run */
     nicsim_fault_spec faults_override; /* scn_runner_set_faults */
     int has_faults_override;
     nicsim_stats net; /* nicsim counters of the last run */

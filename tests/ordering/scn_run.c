@@ -67,7 +67,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->step = 0;
     run->nmatches = 0;
     run->deferred = 0;
-    run->any_claimed = run->any_declined = run->any_una = 0;
+    run->any_claimed = run->any_declined = 0;
     run->seed = seed;
     run->tjump = 0;
     run->timer_fires = 0;
@@ -682,7 +682,6 @@ static void end_of_run(scn_runner *run)
         run->dups_dropped += st.dups_dropped;
         run->any_claimed += st.any_claimed;
         run->any_declined += st.any_declined;
-        run->any_una += st.any_una;
         if (st.reqs_in_use != 0 || st.umsgs_in_use != 0 ||
             st.outs_in_use != 0 || st.held_out_of_order != 0 ||
             st.bytes_unexpected != 0 || st.regions_in_use != 0 ||

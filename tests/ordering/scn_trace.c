@@ -307,9 +307,12 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
         }
         return;
     case QUAY_TR_PKT_OUT:
-        /* The message itself: its envelope, or the SC of a send that
-         * wrote into the receiver's RTR (receiver-initiated). */
-        if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC)
+        /* The message itself: its envelope, the SC of a send that wrote
+         * into the receiver's RTR (receiver-initiated), or the flag that
+         * carries its envelope to a wildcard's arbitration (the receiver
+         * matches the flag itself). */
+        if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC &&
+            ev->pkt != QUAY_PKT_ANY_FLAG)
             return;
         if (is_inline_pkt(ev)) {
             sl = inline_next(rk);

@@ -222,7 +222,7 @@ int main(int argc, char **argv)
             /* runs in which each outcome occurred at least once */
             uint64_t n_unexp = 0, n_posted = 0, n_scancel = 0, n_slost = 0;
             uint64_t n_rcancel = 0, n_np = 0, n_trunc = 0, n_defer = 0;
-            uint64_t n_claim = 0, n_decl = 0, n_una = 0;
+            uint64_t n_claim = 0, n_decl = 0;
             /* faults the runs went through, summed */
             uint64_t f_drop = 0, f_dup = 0, f_corrupt = 0, f_timer = 0;
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
@@ -261,7 +261,6 @@ int main(int argc, char **argv)
                 n_defer += oc.deferred != 0;
                 n_claim += oc.any_claimed != 0;
                 n_decl += oc.any_declined != 0;
-                n_una += oc.any_una != 0;
                 f_swr += oc.switches_refused;
                 c_msgs += oc.coll_msgs;
                 if ((seed0 + k) & 2)
@@ -278,10 +277,9 @@ int main(int argc, char **argv)
                        ", EAGAIN deferral %" PRIu64 "\n",
                        n_unexp, n_posted, n_scancel, n_slost, n_rcancel, n_np,
                        n_trunc, n_defer);
-            if (rc == 0 && (n_claim | n_decl | n_una))
+            if (rc == 0 && (n_claim | n_decl))
                 printf("# arbitration: runs with a claim %" PRIu64 ", a declined flag %" PRIu64
-                       ", a declined claim (UNA_ANY) %" PRIu64 "\n",
-                       n_claim, n_decl, n_una);
+                       "\n", n_claim, n_decl);
             if (rc == 0 && (f_drop | f_dup | f_corrupt | f_timer | f_nack))
                 printf("# faults survived: %" PRIu64 " drops, %" PRIu64
                        " copies, %" PRIu64 " corrupted; %" PRIu64
