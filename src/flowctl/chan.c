@@ -68,6 +68,8 @@ static uint32_t credit_grant(const quay_engine *e, const peer_state *ps)
 
 static int comm_has_world(const quay_comm *c, int32_t peer)
 {
+    if (c->identity)
+        return peer < c->size;
     for (int32_t i = 0; i < c->size; i++)
         if (comm_world(c, i) == peer)
             return 1;
