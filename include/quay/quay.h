@@ -385,11 +385,12 @@ enum {
     /** Credits: the same reliable channel, but a sender sends only while
      *  the receiver has granted room for it (flow_credits per peer, grants
      *  carried in every frame, also on ACK-only frames, which never take
-     *  credit themselves). A receiver within its grants never refuses, so
-     *  NACKs stay the safety net; a sender out of credit probes on a timer
-     *  so that a lost grant cannot stall it. A sender whose whole share is
-     *  held in messages the receiver has not matched yet is lent one more
-     *  while the receiver has free descriptors (stats credit_loans). */
+     *  credit themselves); a sender out of credit probes on a timer so
+     *  that a lost grant cannot stall it. A sender whose whole share is
+     *  held in messages the receiver has not matched yet, while the
+     *  receiver waits on it, is lent one more credit if a descriptor is
+     *  free (stats credit_loans). A receiver refuses (NACK, the safety
+     *  net) only if a loan took room a share counted on. */
     QUAY_FLOW_CREDIT = 2,
 };
 

@@ -67,9 +67,8 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
             continue;
         if (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_RTR ||
             r->state == QUAY_RS_RECV_ANY) {
-            if (!(r->flags & RF_ANY_CLAIMED))
-                if (!(r->flags & RF_ANY_CLAIMED))
-                match_remove_posted(e, r); /* a claim left it at the claim */
+            if (!(r->flags & RF_ANY_CLAIMED)) /* a claimed one left at the claim */
+                match_remove_posted(e, r);
             if (r->state == QUAY_RS_RECV_RTR) {
                 rtr_undelegate(e, r); /* the peer is gone: nothing to tell */
             } else if (r->state == QUAY_RS_RECV_ANY) {
