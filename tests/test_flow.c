@@ -328,6 +328,26 @@ static void pump_losing(int lose, int rounds)
     }
 }
 
+/* Every 8-byte message i of rank 0 (sb) arrived in rb and both ends
+ * completed; no NACK was needed; then the engines are clean and freed. */
+static void credit_finish(int n, quay_req **s, quay_req **r, uint8_t (*sb)[8],
+                          uint8_t (*rb)[8], const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0, "%smessage %d",
+               what, i);
+        ok(quay_req_test(s[i], NULL));
+        quay_req_free(T.e[0], s[i]);
+        quay_req_free(T.e[1], r[i]);
+    }
+    quay_stats st;
+    quay_engine_stats(T.e[1], &st);
+    is_int((int)st.nacks_sent, 0);
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
 /* The sender never has more than flow_credits messages held by the
  * receiver; grants come back as receives consume them; no NACK ever. */
 static void t_credit_window(void)
@@ -351,17 +371,7 @@ static void t_credit_window(void)
         quay_engine_stats(T.e[1], &st);
         ok_msg(st.umsgs_in_use <= 2, "held %u <= 2 credits", st.umsgs_in_use);
     }
-    for (int i = 0; i < 6; i++) {
-        ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0, "message %d", i);
-        ok(quay_req_test(s[i], NULL));
-        quay_req_free(T.e[0], s[i]);
-        quay_req_free(T.e[1], r[i]);
-    }
-    quay_engine_stats(T.e[1], &st);
-    is_int((int)st.nacks_sent, 0);
-    settle();
-    check_clean();
-    tn_fini(&T);
+    credit_finish(6, s, r, sb, rb, "");
 }
 
 /* Grants lost on the way back: the blocked sender probes on its timer
@@ -448,18 +458,7 @@ static void t_credit_loans(void)
         for (int i = 0; i < 3; i++)
             is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 1, &r[i]), 0);
         settle();
-        for (int i = 0; i < 4; i++) {
-            ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0,
-                   "room %s: message %d", full ? "full" : "free", i);
-            ok(quay_req_test(s[i], NULL));
-            quay_req_free(T.e[0], s[i]);
-            quay_req_free(T.e[1], r[i]);
-        }
-        quay_engine_stats(T.e[1], &st);
-        is_int((int)st.nacks_sent, 0);
-        settle();
-        check_clean();
-        tn_fini(&T);
+        credit_finish(4, s, r, sb, rb, full ? "room full: " : "room free: ");
     }
 }
 
