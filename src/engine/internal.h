@@ -705,10 +705,12 @@ quay_req *req_by_id(quay_engine *e, uint32_t id);
  *  every call that takes one). */
 static inline int req_valid_ptr(const quay_engine *e, const quay_req *r)
 {
-    if (r == NULL || r < e->reqs || r >= e->reqs + e->nreqs)
-        return 0;
-    /* A pointer into the pool is a request iff its own id names its slot. */
-    return &e->reqs[r->id & REQ_IDX_MASK] == r && r->state != QUAY_RS_FREE;
+    /* As an offset from the pool, one unsigned compare takes the range
+     * (NULL and anything below the pool wrap to above it); a request is a
+     * whole number of slots in (sizeof a power of two: one AND). */
+    uintptr_t off = (uintptr_t)r - (uintptr_t)e->reqs;
+    return off < (uintptr_t)e->nreqs * sizeof(quay_req) && off % sizeof(quay_req) == 0 &&
+           r->state != QUAY_RS_FREE;
 }
 void txq_add(quay_engine *e, quay_req *r);
 
@@ -726,8 +728,11 @@ static inline quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
  * it: a pointer outside the pool is refused). */
 static inline int comm_ok(const quay_engine *e, const quay_comm *c)
 {
-    return c != NULL && c >= e->comms && c < e->comms + e->ncomms_max && c->in_use &&
-           !c->internal;
+    /* As req_valid_ptr: one unsigned compare for the range, a whole number
+     * of slots in. */
+    uintptr_t off = (uintptr_t)c - (uintptr_t)e->comms;
+    return off < (uintptr_t)e->ncomms_max * sizeof(quay_comm) && off % sizeof(quay_comm) == 0 &&
+           c->in_use && !c->internal;
 }
 /** Set c->identity from its map (after the map is filled). */
 void comm_note_identity(quay_comm *c);
