@@ -389,8 +389,9 @@ enum {
      *  that a lost grant cannot stall it. A sender whose whole share is
      *  held in messages the receiver has not matched yet, while the
      *  receiver waits on it, is lent one more credit if a descriptor is
-     *  free (stats credit_loans). A receiver refuses (NACK, the safety
-     *  net) only if a loan took room a share counted on. */
+     *  free, or after it has asked four times with nothing arriving
+     *  (stats credit_loans). A receiver refuses (NACK, the safety net)
+     *  only a lent message that finds no room. */
     QUAY_FLOW_CREDIT = 2,
 };
 

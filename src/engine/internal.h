@@ -383,6 +383,8 @@ typedef struct peer_state {
     uint32_t credit_sent;  /* the limit we last granted the peer */
     uint32_t credit_held;  /* unexpected / held messages from the peer */
     uint8_t peer_blocked;  /* the peer said it is out of our credit */
+    uint8_t stall_asks;    /* its asks with no room to lend, at stall_seq */
+    uint32_t stall_seq;    /* (not saved: a restored channel counts anew) */
     uint8_t probe_due;     /* send it a probe (ACK-only, BLOCKED) */
     uint32_t probes;       /* probes since we last heard from it */
     uint8_t heard;         /* a frame came since the last keepalive tick */

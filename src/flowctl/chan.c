@@ -100,12 +100,18 @@ static int waits_on_peer(const quay_engine *e, int32_t peer)
  * with a small share (docs/flowctl.md). So when `ps` says it is blocked,
  * every seq we granted it has arrived, a request of ours waits on it, and
  * the unexpected room has a free descriptor beyond the loans not yet
- * arrived, it gets one more. (A receiver that waits on nothing from the
- * sender lends nothing: the share holds, as the window test checks.) A
- * loan may take room another peer's share counted on; if the room is gone
- * when a message arrives it is refused (NACK), the safety net credits keep.
+ * arrived, it gets one more. With no descriptor free it gets one only
+ * after asking CREDIT_STALL_ASKS times with nothing from it arriving: the
+ * message may be one we match at once, which needs no room (if not, it is
+ * refused and resent until the room drains, as under ACK/NACK, one such
+ * message per sender at a time: its grant is then ahead of what arrived).
+ * A receiver that waits on nothing from the sender lends nothing: the
+ * share holds, as the window test checks. A loan may take room another
+ * peer's share counted on; if the room is gone when a message arrives it
+ * is refused (NACK), the safety net credits keep.
  */
-static uint32_t credit_lend(quay_engine *e, const peer_state *ps, uint32_t grant)
+#define CREDIT_STALL_ASKS 4
+static uint32_t credit_lend(quay_engine *e, peer_state *ps, uint32_t grant)
 {
     if (!ps->peer_blocked || grant != ps->rx.expected)
         return grant;
@@ -120,8 +126,17 @@ static uint32_t credit_lend(quay_engine *e, const peer_state *ps, uint32_t grant
             due += lent < unarrived ? lent : unarrived;
         }
     }
-    if (e->nmsgs - e->msgs_used <= due || !waits_on_peer(e, (int32_t)(ps - e->peers)))
+    if (!waits_on_peer(e, (int32_t)(ps - e->peers)))
         return grant;
+    if (e->nmsgs - e->msgs_used <= due) {
+        if (ps->stall_seq != ps->rx.expected) {
+            ps->stall_seq = ps->rx.expected;
+            ps->stall_asks = 0;
+        }
+        if (++ps->stall_asks < CREDIT_STALL_ASKS)
+            return grant;
+        ps->stall_asks = 0;
+    }
     e->st.credit_loans++;
     return grant + 1;
 }
