@@ -157,6 +157,23 @@ static void t_corrupt(void)
     tn_fini(&T);
 }
 
+/* Every 8-byte message i of rank 0 (sb) arrived in rb and both ends
+ * completed; then the engines are clean and freed. */
+static void finish_delivered(int n, quay_req **s, quay_req **r, uint8_t (*sb)[8],
+                             uint8_t (*rb)[8], const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0, "%smessage %d",
+               what, i);
+        ok(quay_req_test(s[i], NULL));
+        quay_req_free(T.e[0], s[i]);
+        quay_req_free(T.e[1], r[i]);
+    }
+    settle();
+    check_clean();
+    tn_fini(&T);
+}
+
 /* The receiver has room for 2 unexpected messages; 6 arrive before any
  * receive is posted: NACK, NOT_TO_SEND, retransmission, FIFO kept. */
 static void t_nack_backpressure(void)
@@ -180,16 +197,7 @@ static void t_nack_backpressure(void)
         is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 5, &r[i]), 0);
         settle();
     }
-    for (int i = 0; i < 6; i++) {
-        ok(quay_req_test(r[i], NULL));
-        ok_msg(memcmp(rb[i], sb[i], 8) == 0, "message %d in order", i);
-        ok(quay_req_test(s[i], NULL));
-        quay_req_free(T.e[0], s[i]);
-        quay_req_free(T.e[1], r[i]);
-    }
-    settle();
-    check_clean();
-    tn_fini(&T);
+    finish_delivered(6, s, r, sb, rb, "in order: ");
 }
 
 /* Data holds its descriptor until acknowledged. With two descriptors and
@@ -328,23 +336,6 @@ static void pump_losing(int lose, int rounds)
     }
 }
 
-/* Every 8-byte message i of rank 0 (sb) arrived in rb and both ends
- * completed; then the engines are clean and freed. */
-static void credit_finish(int n, quay_req **s, quay_req **r, uint8_t (*sb)[8],
-                          uint8_t (*rb)[8], const char *what)
-{
-    for (int i = 0; i < n; i++) {
-        ok_msg(quay_req_test(r[i], NULL) && memcmp(rb[i], sb[i], 8) == 0, "%smessage %d",
-               what, i);
-        ok(quay_req_test(s[i], NULL));
-        quay_req_free(T.e[0], s[i]);
-        quay_req_free(T.e[1], r[i]);
-    }
-    settle();
-    check_clean();
-    tn_fini(&T);
-}
-
 /* The sender never has more than flow_credits messages held by the
  * receiver; grants come back as receives consume them; no NACK ever. */
 static void t_credit_window(void)
@@ -370,7 +361,7 @@ static void t_credit_window(void)
     }
     quay_engine_stats(T.e[1], &st);
     is_int((int)st.nacks_sent, 0);
-    credit_finish(6, s, r, sb, rb, "");
+    finish_delivered(6, s, r, sb, rb, "");
 }
 
 /* Grants lost on the way back: the blocked sender probes on its timer
@@ -463,7 +454,7 @@ static void t_credit_loans(void)
         for (int i = 0; i < 3; i++)
             is_int(quay_irecv(T.e[1], T.world[1], rb[i], 8, 0, 1, &r[i]), 0);
         settle();
-        credit_finish(4, s, r, sb, rb, full ? "room full: " : "room free: ");
+        finish_delivered(4, s, r, sb, rb, full ? "room full: " : "room free: ");
     }
 }
 
