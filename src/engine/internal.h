@@ -705,14 +705,18 @@ static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
 quay_req *req_by_id(quay_engine *e, uint32_t id);
 /** r is a live request of e's pool (a handle from the user, checked on
  *  every call that takes one). */
+/* p is the start of one of the n slots of `size` bytes at base: as an
+ * offset from the pool, one unsigned compare takes the range (NULL and
+ * anything below the pool wrap to above it) and a whole number of slots
+ * in is one AND when size is a power of two (requests 256, comms 128). */
+static inline int pool_slot(const void *base, size_t n, size_t size, const void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)base;
+    return off < (uintptr_t)n * size && off % size == 0;
+}
 static inline int req_valid_ptr(const quay_engine *e, const quay_req *r)
 {
-    /* As an offset from the pool, one unsigned compare takes the range
-     * (NULL and anything below the pool wrap to above it); a request is a
-     * whole number of slots in (sizeof a power of two: one AND). */
-    uintptr_t off = (uintptr_t)r - (uintptr_t)e->reqs;
-    return off < (uintptr_t)e->nreqs * sizeof(quay_req) && off % sizeof(quay_req) == 0 &&
-           r->state != QUAY_RS_FREE;
+    return pool_slot(e->reqs, e->nreqs, sizeof *r, r) && r->state != QUAY_RS_FREE;
 }
 void txq_add(quay_engine *e, quay_req *r);
 
@@ -730,11 +734,7 @@ static inline quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
  * it: a pointer outside the pool is refused). */
 static inline int comm_ok(const quay_engine *e, const quay_comm *c)
 {
-    /* As req_valid_ptr: one unsigned compare for the range, a whole number
-     * of slots in. */
-    uintptr_t off = (uintptr_t)c - (uintptr_t)e->comms;
-    return off < (uintptr_t)e->ncomms_max * sizeof(quay_comm) && off % sizeof(quay_comm) == 0 &&
-           c->in_use && !c->internal;
+    return pool_slot(e->comms, e->ncomms_max, sizeof *c, c) && c->in_use && !c->internal;
 }
 /** Set c->identity from its map (after the map is filled). */
 void comm_note_identity(quay_comm *c);
