@@ -53,7 +53,7 @@
 #endif
 
 enum { SEND_ISEND, SEND_INLINE, SEND_PERSIST, SEND_COPY };
-enum { RECV_IRECV, RECV_PERSIST };
+enum { RECV_IRECV, RECV_PERSIST, RECV_LATE, RECV_INLINE };
 
 typedef struct bench {
     quay_engine *e[2];
@@ -331,11 +331,43 @@ static void pingpong_round(bench *b, bufs *bf)
     send_done(b, 1, pong_s);
 }
 
+/* --recv late / inline: W messages from rank 0 to rank 1 arrive before
+ * their receives (they are kept as unexpected messages); then each is
+ * received by quay_irecv (late: complete at the call, tested and freed)
+ * or by quay_recv_inline (inline: no request). */
+static void stream_round_late(bench *b, bufs *bf)
+{
+    size_t n = bf->size;
+    uint32_t w = bf->window;
+    for (uint32_t k = 0; k < w; k++)
+        if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
+            bench_die("stream: send failed");
+    b->dirty[0] = b->dirty[1] = 1;
+    pump(b);
+    for (uint32_t k = 0; k < w; k++) {
+        uint8_t *buf = bf->rbuf[1] + (size_t)k * n;
+        if (b->recv_how == RECV_INLINE) {
+            quay_status st;
+            if (quay_recv_inline(b->e[1], b->c[1], buf, n, 0, 0, &st) != 0 || st.count != n)
+                bench_die("stream: quay_recv_inline did not take an arrived message");
+        } else {
+            if (quay_irecv(b->e[1], b->c[1], buf, n, 0, 0, &bf->rreq[k]) != 0)
+                bench_die("stream: late receive failed");
+            recv_done(b, 1, bf->rreq[k]);
+        }
+        send_done(b, 0, bf->sreq[k]);
+    }
+}
+
 /* W messages from rank 0 to rank 1, receives pre-posted. */
 static void stream_round(bench *b, bufs *bf)
 {
     size_t n = bf->size;
     uint32_t w = bf->window;
+    if (b->recv_how == RECV_LATE || b->recv_how == RECV_INLINE) {
+        stream_round_late(b, bf);
+        return;
+    }
     if (b->recv_how == RECV_PERSIST && bf->precv[1][0] != NULL) {
         /* The window's persistent receives (made by the first round), as
          * MPI_Startall starts them. */
@@ -458,7 +490,10 @@ static const char *send_name(int how)
 
 static const char *recv_name(int how)
 {
-    return how == RECV_PERSIST ? "persistent requests" : "quay_irecv";
+    return how == RECV_PERSIST ? "persistent requests"
+           : how == RECV_LATE   ? "quay_irecv after the arrival"
+           : how == RECV_INLINE ? "quay_recv_inline after the arrival"
+                                : "quay_irecv";
 }
 
 static const size_t default_sizes[] = {0, 8, 64, 1024, 8192, 65536, 1048576};
@@ -468,11 +503,12 @@ static void usage(void)
     fputs(
         "usage: bench_engine [--mode pingpong|stream|all] [--size S]... [--iters N]\n"
         "                    [--reps R] [--window W] [--csv] [--complete-actions]\n"
-        "                    [--send isend|inline|copy|persistent] [--recv irecv|persistent]\n"
+        "                    [--send isend|inline|copy|persistent] [--recv irecv|persistent|late|inline]\n"
         "                    [--wire mem|nicsim]\n"
         "       bench_engine --callgrind [--iters N] [--size S] [--no-copy]\n"
         "                    [--mode stream [--window W]] [--wire mem|nicsim]\n"
-        "                    [--send isend|inline|copy|persistent] [--recv irecv|persistent]\n"
+        "                    [--send isend|inline|copy|persistent]\n"
+        "                    [--recv irecv|persistent|late|inline]\n"
         "  --size S       message size (repeatable; K/M suffixes); default\n"
         "                 0 8 64 1K 8K 64K 1M\n"
         "  --iters N      messages per measurement (default: by size); with\n"
@@ -487,6 +523,10 @@ static void usage(void)
         "                 persistent requests (quay_send_init / quay_recv_init),\n"
         "                 made once per buffer and started by quay_start (a\n"
         "                 stream's receive window: one quay_startall)\n"
+        "  --recv late    (stream) the window's messages arrive first, then each\n"
+        "                 is received by quay_irecv (complete at the call)\n"
+        "  --recv inline  (stream) as late, received by quay_recv_inline (no\n"
+        "                 request)\n"
         "  --wire nicsim  carry the packets through the simulator (adapters/nicsim:\n"
         "                 FIFO links, no faults, untimed = zero latency) instead of\n"
         "                 the bench's own one-buffer wire (mem, the default)\n",
@@ -558,6 +598,10 @@ static void parse(int argc, char **argv, opts *o)
             i++;
             if (strcmp(v, "persistent") == 0)
                 o->recv_how = RECV_PERSIST;
+            else if (strcmp(v, "late") == 0)
+                o->recv_how = RECV_LATE;
+            else if (strcmp(v, "inline") == 0)
+                o->recv_how = RECV_INLINE;
             else if (strcmp(v, "irecv") != 0)
                 usage();
         } else {
@@ -566,6 +610,8 @@ static void parse(int argc, char **argv, opts *o)
     }
     if (o->wire_nicsim && o->no_copy)
         usage(); /* the simulator always copies a packet onto its link */
+    if ((o->recv_how == RECV_LATE || o->recv_how == RECV_INLINE) && o->modes != MODE_STREAM)
+        usage(); /* a receive after the arrival is a stream's */
 }
 
 /* Messages per measurement for a size: about 256 MiB of payload, clamped. */

@@ -1657,12 +1657,18 @@ static void use_falloc(quay_config *cfg, falloc *fa)
     cfg->alloc.ctx = fa;
 }
 
+/* With the oracle alongside (the general path) or not (the inline fast
+ * paths: eager_fast.h). */
+static int hot_path_oracle;
+
 static void t_hot_path(void)
 {
     falloc fa = {0, 0, 0};
     quay_config cfg;
     tn_config(&cfg, 0, 2);
     cfg.max_requests = 512;
+    if (!hot_path_oracle)
+        cfg.flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE;
     use_falloc(&cfg, &fa);
     if (!is_int(tn_init(&T, 2, &cfg), 0))
         return;
@@ -1702,12 +1708,37 @@ static void t_hot_path(void)
     ok_msg(all && fa.calls == before, "no allocation for 20 rendezvous (%ld)",
            fa.calls - before);
 
-    /* The counter is live: an unexpected eager payload is allocated. */
+    /* Small eager messages that arrive before their receives keep their
+     * payloads in the pool's slots, standard or synchronous: nothing
+     * allocated. */
     before = fa.calls;
-    quay_isend(T.e[0], T.world[0], sb[0], 64, 1, 2, QUAY_SEND_STANDARD, &s[0]);
+    for (int batch = 0; batch < 4; batch++) {
+        for (int k = 0; k < 100; k++) {
+            tn_fill(sb[k], 64, 7000 + batch * 100 + k);
+            quay_isend(T.e[0], T.world[0], sb[k], 1 + (size_t)k % 64, 1, k % 5,
+                       batch % 2 ? QUAY_SEND_SYNC : QUAY_SEND_STANDARD, &s[k]);
+        }
+        tn_pump(&T);
+        for (int k = 0; k < 100; k++)
+            quay_irecv(T.e[1], T.world[1], rb[k], 64, 0, k % 5, &r[k]);
+        tn_pump(&T);
+        for (int k = 0; k < 100; k++) {
+            size_t n = 1 + (size_t)k % 64;
+            all &= tn_good(s[k], n) && tn_good(r[k], n) && memcmp(sb[k], rb[k], n) == 0;
+            quay_req_free(T.e[0], s[k]);
+            quay_req_free(T.e[1], r[k]);
+        }
+    }
+    ok_msg(all && fa.calls == before, "no allocation for 400 small unexpected messages (%ld)",
+           fa.calls - before);
+
+    /* The counter is live: a longer unexpected eager payload is allocated. */
+    before = fa.calls;
+    quay_isend(T.e[0], T.world[0], big, 65, 1, 2, QUAY_SEND_STANDARD, &s[0]);
     tn_pump(&T);
     is_int(fa.calls - before, 1);
-    quay_irecv(T.e[1], T.world[1], rb[0], 64, 0, 2, &r[0]);
+    quay_irecv(T.e[1], T.world[1], rbig, 65, 0, 2, &r[0]);
+    ok(tn_good(r[0], 65) && memcmp(big, rbig, 65) == 0);
     quay_req_free(T.e[0], s[0]);
     quay_req_free(T.e[1], r[0]);
     clean();
@@ -1783,7 +1814,8 @@ static void t_failmalloc(void)
     is_int(quay_comm_create(T.e[1], 7, 2, NULL, &c), 0);
     quay_comm_free(T.e[1], c);
 
-    uint8_t sb[40], rb[40];
+    /* (longer than a pool slot: payload.h) */
+    uint8_t sb[100], rb[100];
     tn_fill(sb, sizeof sb, 14);
     quay_req *s, *r;
     quay_isend(T.e[0], T.world[0], sb, sizeof sb, 1, 1, QUAY_SEND_STANDARD, &s);
@@ -1797,7 +1829,7 @@ static void t_failmalloc(void)
     fa.fail_at = 0;
     is_int(tn_deliver(&T, 0), 0);
     quay_irecv(T.e[1], T.world[1], rb, sizeof rb, 0, 1, &r);
-    ok(tn_good(r, 40) && memcmp(rb, sb, sizeof sb) == 0);
+    ok(tn_good(r, 100) && memcmp(rb, sb, sizeof sb) == 0);
     quay_req_free(T.e[0], s);
     quay_req_free(T.e[1], r);
     clean();
@@ -1914,7 +1946,10 @@ int main(void)
     subtest("quay_req_free before completion", t_free_before_completion);
     subtest("a fatal engine has actions: its code", t_fatal_has_actions);
     subtest("one-sided put / get", t_rdma);
-    subtest("allocator: hot path allocation-free", t_hot_path);
+    hot_path_oracle = 1;
+    subtest("allocator: hot path allocation-free (oracle alongside)", t_hot_path);
+    hot_path_oracle = 0;
+    subtest("allocator: hot path allocation-free (fast matcher alone)", t_hot_path);
     subtest("allocator: failure at every point", t_failmalloc);
     subtest("every documented transition reached", t_coverage);
     return done_testing();

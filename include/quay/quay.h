@@ -580,6 +580,32 @@ QUAY_API int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                         int32_t src, int32_t tag, quay_req **preq);
 
 /**
+ * Receive a message that has already arrived, by copy, with no request:
+ * the receive quay_irecv(e, c, buf, cap, src, tag) would post now, when
+ * that receive would match at once an eager message kept here (one that
+ * arrived before any receive took it). The payload (at most `cap` bytes)
+ * is copied into `buf` and the message is gone when this returns 0; *st
+ * (may be NULL) gets what a request's status would: source, tag, count,
+ * and error 0, QUAY_ETRUNCATE (longer than cap: cap bytes delivered) or
+ * QUAY_ENOTPOSTED (a ready-mode send that arrived before its receive). A
+ * synchronous sender is acknowledged as by the receive. A receive from
+ * QUAY_PROC_NULL returns 0 at once with the null status. Matching is
+ * quay_irecv's: the oldest message that matches (src, tag), wildcards
+ * included, in the same MPI order. Nothing is completed and no COMPLETE
+ * action is emitted (there is no request). The cheapest way to receive a
+ * message that came first (the MPI binding's MPI_Recv tries it first).
+ *
+ * Returns 0; QUAY_EBUSY when nothing can be taken this way now — no
+ * matching message is here, or the one that would match needs a request
+ * (a rendezvous transfer; a synchronous one whose acknowledgement finds
+ * the control queue full): post it with quay_irecv, which matches exactly
+ * the message this call would have; QUAY_EINVAL, QUAY_ERANK, QUAY_ETAG,
+ * or the engine's fatal code.
+ */
+QUAY_API int quay_recv_inline(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                              int32_t src, int32_t tag, quay_status *st);
+
+/**
  * Persistent requests (MPI_Send_init, MPI_Recv_init, MPI_Start): a request
  * made once with its arguments and started any number of times; each
  * start is the quay_isend / quay_irecv of those arguments, without a

@@ -9,6 +9,7 @@
 
 #include "engine/internal.h"
 #include "engine/match_fast.h"
+#include "engine/payload.h"
 
 /* A small payload (8 to 16 bytes: two overlapping words) without a
  * library call; the rest through memcpy. */
@@ -26,12 +27,66 @@ static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
 }
 
 /*
+ * The hot path's other half: the message of eager_arrival (in its turn,
+ * standard mode, checked) meets no posted receive. On a user communicator
+ * with no oracle alongside, a payload of up to UPAY_SLOT bytes, a free
+ * descriptor and room in the unexpected budget, it is kept here as
+ * seq_process keeps one (an engine without flow control holds no credit
+ * for it), its payload in a pool slot; else EAGER_NOT_FAST and the general
+ * path decides (nothing is changed before the decision).
+ */
+static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_comm *c,
+                                         const uint8_t *b, int32_t peer, int32_t src,
+                                         int32_t tag, uint64_t mlen)
+{
+    umsg *m = e->msg_free;
+    if (m == NULL || c->internal || e->m.oracle != NULL || mlen > UPAY_SLOT ||
+        mlen > e->cfg.unexpected_bytes_max - e->ubytes)
+        return EAGER_NOT_FAST;
+    uint8_t *d = NULL;
+    if (mlen != 0) {
+        d = upay_get(e);
+        if (d == NULL)
+            return EAGER_NOT_FAST;
+        copy_payload(d, b + WIRE_ENV_LEN, (size_t)mlen);
+        e->ubytes += (size_t)mlen;
+        if (e->ubytes > e->ubytes_peak)
+            e->ubytes_peak = e->ubytes;
+    }
+    e->msg_free = (umsg *)m->blink.next;
+    e->msgs_used++;
+    m->where = UM_UNEXP;
+    m->type = QUAY_PKT_EAGER;
+    m->flags = 0;
+    m->peer = peer;
+    m->ctx = c->ctx;
+    m->src = src;
+    m->tag = tag;
+    m->seq = ps->rx_seq++;
+    m->sreq = wire_get32(b + 20);
+    m->target = 0;
+    m->len = mlen;
+    m->key = 0;
+    m->rreq = 0;
+    m->x = 0;
+    m->status = 0;
+    m->rflags = 0;
+    m->slot = 0;
+    m->data = d;
+    m->pooled = d != NULL;
+    m->comm = c;
+    c->nunexp++;
+    match_unexp_link(&e->m, c, m);
+    return 0;
+}
+
+/*
  * The small-message hot path [DESIGN §9]: an in-order, standard-mode EAGER
  * whose receive is already posted. Decodes only what matching needs
  * straight from the bytes (the same checks wire_decode makes), matches
  * through the same facade (so the oracle check still applies), copies,
- * completes. Anything else — held packets pending, flags, no posted
- * receive, unknown context — takes the general path, which re-reads the
+ * completes; with no posted receive, eager_keep keeps it. Anything else
+ * — held packets pending, flags, unknown context — takes the general path, which re-reads the
  * packet from scratch; nothing is changed before the decision.
  * `flags_ok` (a constant at every call): 0 for a packet on its own;
  * WIRE_F_MORE for a message of a train whose shape train_check has
@@ -65,14 +120,14 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
          * older, nothing else to keep in step. */
         r = match_bin_head(&e->m, c, src, tag);
         if (r == NULL)
-            return EAGER_NOT_FAST;
+            return eager_keep(e, ps, c, b, peer, src, tag, mlen);
         ql_remove(&r->link);
         if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
             c->nplain--;
     } else {
         r = match_find_posted(e, c, src, tag);
         if (r == NULL)
-            return EAGER_NOT_FAST;
+            return eager_keep(e, ps, c, b, peer, src, tag, mlen);
         match_remove_posted(e, r);
     }
     if (r->state == QUAY_RS_RECV_RTR)

@@ -7,6 +7,7 @@
  */
 #include "engine/eager_fast.h"
 #include "engine/internal.h"
+#include "engine/payload.h"
 #include "flowctl/chan.h"
 
 #include <stdlib.h>
@@ -114,6 +115,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
+        rc = upay_init(e);
+    if (rc == 0)
         rc = match_init(e);
     if (rc == 0)
         rc = mem_init(e);
@@ -144,6 +147,7 @@ static void channel_free(quay_engine *e)
     match_fini(e);
     out_fini(e);
     train_fini(e);
+    upay_fini(e);
     mem_fini(e);
     rtr_fini(e);
     arb_fini(e);

@@ -177,8 +177,9 @@ enum {
 struct quay_msg {
     qlink blink;      /* unexpected bin list; held list of its peer */
     qlink alink;      /* comm arrival-order list; orphans list */
-    qlink slink;      /* comm per-source list */
-    qlink tlink;      /* engine-wide (ctx, tag) bin, for ANY_SOURCE receives */
+    qlink slink;      /* comm per-source list (comm->unexp_by_src) */
+    qlink tlink;      /* engine-wide (ctx, tag) bin, for ANY_SOURCE receives
+                         (comm->unexp_by_tag) */
     uint8_t where;    /* UM_* */
     uint8_t type;     /* QUAY_PKT_EAGER / RTS / CANCEL_REQ */
     uint8_t flags;    /* UMF_* */
@@ -197,6 +198,7 @@ struct quay_msg {
     uint8_t rflags;   /* RTR: WIRE_F_REVOKE / WIRE_F_CANCEL; DISABLE_ANY */
     uint32_t slot;    /* arbitration packets: the announcement id */
     uint8_t *data;    /* eager payload copy (len bytes) or NULL */
+    uint8_t pooled;   /* data is a slot of the small-payload pool */
     quay_comm *comm;  /* NULL while orphaned or held */
 };
 typedef struct quay_msg umsg;
@@ -214,7 +216,11 @@ struct quay_comm {
     uint32_t n_anysrc;   /* posted (ANY_SOURCE, tag) receives (in bins) */
     uint32_t n_anytag;   /* posted (src, ANY_TAG) receives (in bins) */
     qlink unexp_all;     /* unexpected messages in arrival order */
-    qlink *unexp_src;    /* per source, arrival order */
+    qlink *unexp_src;    /* per source, arrival order (if unexp_by_src) */
+    uint8_t unexp_by_src;/* the per-source lists and the (ctx, tag) bins hold */
+    uint8_t unexp_by_tag;/* every unexpected message of the comm: made at
+                            its first (src, ANY_TAG) / (ANY_SOURCE, tag)
+                            lookup, kept from then on (match.c) */
     uint32_t nunexp;
     uint32_t nreqs;      /* requests referencing this comm */
     uint32_t nplain;     /* posted receives not delegated by an RTR: while
@@ -512,6 +518,9 @@ struct quay_engine {
     uint32_t nmsgs;
     umsg *msg_free;      /* free list through blink.next */
     uint32_t msgs_used;
+    uint8_t *upay_free;  /* small-payload slots (payload.h) */
+    uint8_t *upay_mem;
+    uint32_t upay_nslots;
     size_t ubytes;       /* payload bytes held in descriptors */
     size_t ubytes_peak;
     size_t held_bytes;
@@ -583,6 +592,10 @@ int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq);
 /** The same for a receive (src a comm rank or QUAY_ANY_SOURCE). */
+/* A receive pattern's rank and tag: 0, QUAY_ERANK or QUAY_ETAG. */
+int p2p_pattern_ok(const quay_comm *c, int32_t src, int32_t tag);
+/* The status of a receive from QUAY_PROC_NULL (st may be NULL). */
+void p2p_null_status(quay_status *st);
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
 /** Cancel r (arguments checked by the caller), as quay_cancel. */

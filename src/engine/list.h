@@ -40,6 +40,14 @@ static inline void ql_remove(qlink *n)
     n->next = n->prev = n;
 }
 
+/** Remove n and leave its links as they are: for a node about to be
+ *  freed or pushed onto another list (cheaper than ql_remove). */
+static inline void ql_unlink(qlink *n)
+{
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+}
+
 /** Move every node of list `from` to the tail of list h, in order. */
 static inline void ql_splice_tail(qlink *h, qlink *from)
 {

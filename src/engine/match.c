@@ -14,14 +14,17 @@
  * skipped, so exact-only traffic pays one bin lookup. (UCX keeps one
  * wildcard list and walks it; that costs O(wildcards) per arrival.)
  *
- * Unexpected messages sit on four lists at once: the (ctx, src, tag) bin,
- * the (ctx, tag) bin, their communicator's per-source list and its
+ * Unexpected messages sit on up to four lists at once: the (ctx, src, tag)
+ * bin, the (ctx, tag) bin, their communicator's per-source list and its
  * arrival-order list. Each receive pattern reads the head of one list:
  * exact → (ctx, src, tag) bin, (ANY, t) → (ctx, tag) bin, (s, ANY) →
  * per-source list, (ANY, ANY) → arrival list. Every list is in arrival
  * order, so the first match found is the oldest: non-overtaking holds.
  * Bins are shared by colliding keys, so a bin walk skips other keys;
- * expected length O(1) with the seeded hash.
+ * expected length O(1) with the seeded hash. The (ctx, tag) bins and the
+ * per-source lists are made for a communicator at its first lookup that
+ * needs them (from its arrival list, in order) and kept from then on:
+ * traffic that never uses a wildcard pays for two lists per message.
  *
  * The facade below optionally runs the linear oracle (match_oracle.c) in
  * lockstep and turns any disagreement into a sticky QUAY_EINTERNAL.
@@ -150,18 +153,37 @@ static void fast_remove_posted(quay_req *r)
 
 /* ---- fast unexpected queue ------------------------------------------------------ */
 
+/* The (ctx, tag) bins and the per-source lists, made for c at its first
+ * lookup of that kind: its unexpected messages in arrival order, so each
+ * list is in arrival order as if it had been kept all along. Until then
+ * an arrival pays for two lists, not four. */
+static void index_by_tag(match_state *m, quay_comm *c)
+{
+    for (qlink *n = c->unexp_all.next; n != &c->unexp_all; n = n->next) {
+        umsg *u = QUAY_CONTAINER_OF(n, umsg, alink);
+        ql_push_tail(&m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) &
+                                     m->unexp_mask],
+                     &u->tlink);
+    }
+    c->unexp_by_tag = 1;
+}
+
+static void index_by_src(quay_comm *c)
+{
+    for (qlink *n = c->unexp_all.next; n != &c->unexp_all; n = n->next) {
+        umsg *u = QUAY_CONTAINER_OF(n, umsg, alink);
+        ql_push_tail(&c->unexp_src[u->src], &u->slink);
+    }
+    c->unexp_by_src = 1;
+}
+
 static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t tag)
 {
-    if (src != QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG) {
-        qlink *bin = &m->unexp_bins[match_key_hash(m->seed, c->ctx, src, tag) & m->unexp_mask];
-        for (qlink *n = bin->next; n != bin; n = n->next) {
-            umsg *u = QUAY_CONTAINER_OF(n, umsg, blink);
-            if (u->ctx == c->ctx && u->src == src && u->tag == tag)
-                return u;
-        }
-        return NULL;
-    }
+    if (src != QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG)
+        return match_unexp_exact(m, c, src, tag);
     if (src == QUAY_ANY_SOURCE && tag != QUAY_ANY_TAG) {
+        if (!c->unexp_by_tag)
+            index_by_tag(m, c);
         qlink *bin = &m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, tag) & m->unexp_mask];
         for (qlink *n = bin->next; n != bin; n = n->next) {
             umsg *u = QUAY_CONTAINER_OF(n, umsg, tlink);
@@ -170,30 +192,14 @@ static umsg *fast_find_unexp(match_state *m, quay_comm *c, int32_t src, int32_t 
         }
         return NULL;
     }
+    if (src != QUAY_ANY_SOURCE && !c->unexp_by_src)
+        index_by_src(c);
     qlink *h = src != QUAY_ANY_SOURCE ? &c->unexp_src[src] : &c->unexp_all;
     qlink *n = ql_first(h);
     if (n == NULL)
         return NULL;
     return src != QUAY_ANY_SOURCE ? QUAY_CONTAINER_OF(n, umsg, slink)
                                   : QUAY_CONTAINER_OF(n, umsg, alink);
-}
-
-static void fast_add_unexp(match_state *m, quay_comm *c, umsg *u)
-{
-    ql_push_tail(&m->unexp_bins[match_key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask],
-                 &u->blink);
-    ql_push_tail(&m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) & m->unexp_mask],
-                 &u->tlink);
-    ql_push_tail(&c->unexp_all, &u->alink);
-    ql_push_tail(&c->unexp_src[u->src], &u->slink);
-}
-
-static void fast_remove_unexp(umsg *u)
-{
-    ql_remove(&u->blink);
-    ql_remove(&u->tlink);
-    ql_remove(&u->alink);
-    ql_remove(&u->slink);
 }
 
 /* ---- facade: fast, oracle, or both in lockstep ------------------------------------ */
@@ -256,7 +262,7 @@ void match_add_unexp(quay_engine *e, quay_comm *c, umsg *u)
     if (c->internal && e->coll_arrival != NULL)
         e->coll_arrival(e, c, u); /* application bypass may take it early */
     if (e->m.use_fast)
-        fast_add_unexp(&e->m, c, u);
+        match_unexp_link(&e->m, c, u);
     if (e->m.oracle != NULL)
         oracle_add_unexp(e->m.oracle, u);
 }
@@ -265,7 +271,7 @@ void match_remove_unexp(quay_engine *e, umsg *u)
 {
     u->comm->nunexp--;
     if (e->m.use_fast)
-        fast_remove_unexp(u);
+        match_unexp_unlink(u->comm, u);
     if (e->m.oracle != NULL)
         oracle_remove_unexp(e->m.oracle, u);
 }

@@ -93,4 +93,45 @@ static inline void match_post_one_source(quay_engine *e, quay_comm *c, quay_req 
     ql_push_tail(match_posted_bin(&e->m, c, r->rank, r->tag), &r->link);
 }
 
+/* An unexpected message onto its lists (match.c's header comment): the
+ * (ctx, src, tag) bin and its communicator's arrival-order list; the
+ * (ctx, tag) bin and the per-source list once the communicator has them. */
+static inline void match_unexp_link(match_state *m, quay_comm *c, umsg *u)
+{
+    ql_push_tail(&m->unexp_bins[match_key_hash(m->seed, c->ctx, u->src, u->tag) & m->unexp_mask],
+                 &u->blink);
+    ql_push_tail(&c->unexp_all, &u->alink);
+    if (c->unexp_by_tag)
+        ql_push_tail(&m->unexp_tbins[match_key_hash(m->seed, c->ctx, QUAY_ANY_SOURCE, u->tag) &
+                                     m->unexp_mask],
+                     &u->tlink);
+    if (c->unexp_by_src)
+        ql_push_tail(&c->unexp_src[u->src], &u->slink);
+}
+
+/* Off every list (its links left stale: it is taken or freed next). */
+static inline void match_unexp_unlink(const quay_comm *c, umsg *u)
+{
+    ql_unlink(&u->blink);
+    ql_unlink(&u->alink);
+    if (c->unexp_by_tag)
+        ql_unlink(&u->tlink);
+    if (c->unexp_by_src)
+        ql_unlink(&u->slink);
+}
+
+/* The oldest unexpected message of (c, src, tag), both exact. */
+static inline umsg *match_unexp_exact(const match_state *m, const quay_comm *c, int32_t src,
+                                      int32_t tag)
+{
+    uint32_t ctx = c->ctx;
+    const qlink *bin = &m->unexp_bins[match_key_hash(m->seed, ctx, src, tag) & m->unexp_mask];
+    for (qlink *n = bin->next; n != bin; n = n->next) {
+        umsg *u = QUAY_CONTAINER_OF(n, umsg, blink);
+        if (u->ctx == ctx && u->src == src && u->tag == tag)
+            return u;
+    }
+    return NULL;
+}
+
 #endif

@@ -295,7 +295,7 @@ static void send_post_go(quay_engine *e, quay_req *r, const void *buf, size_t le
     send_start(e, r, buf, len, dst, peer, tag, mode);
 }
 
-static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
+int p2p_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
 {
     if (src != QUAY_ANY_SOURCE && src != QUAY_PROC_NULL &&
         (src < 0 || src >= c->size))
@@ -316,7 +316,7 @@ static int recv_args(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_
         return e->fatal;
     if (!comm_ok(e, c) || (buf == NULL && cap != 0))
         return QUAY_EINVAL;
-    return recv_pattern_ok(c, src, tag);
+    return p2p_pattern_ok(c, src, tag);
 }
 
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
@@ -500,7 +500,7 @@ static void probe_status(const umsg *m, quay_status *st)
     st->count = (m->flags & UMF_POISON) ? 0 : m->len;
 }
 
-static void null_status(quay_status *st)
+void p2p_null_status(quay_status *st)
 {
     if (st == NULL)
         return;
@@ -522,11 +522,11 @@ static int probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
         return e->fatal;
     if (!comm_ok(e, c))
         return QUAY_EINVAL;
-    int rc = recv_pattern_ok(c, src, tag);
+    int rc = p2p_pattern_ok(c, src, tag);
     if (rc != 0)
         return rc;
     if (src == QUAY_PROC_NULL) {
-        null_status(st);
+        p2p_null_status(st);
         return 1;
     }
     *pm = match_find_unexp(e, c, src, tag);
@@ -587,7 +587,7 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
         quay_req *r = req_alloc(e, RK_RECV, NULL);
         if (r == NULL)
             return QUAY_EAGAIN;
-        null_status(&r->status);
+        p2p_null_status(&r->status);
         req_complete(e, r);
         *preq = r;
         return 0;

@@ -12,7 +12,7 @@
  * byte budget, so an in-order packet always finds room that a flood of
  * early ones cannot take.
  */
-#include "engine/internal.h"
+#include "engine/payload.h"
 
 /* ---- descriptor pool ------------------------------------------------------------ */
 
@@ -48,15 +48,7 @@ void umsg_free(quay_engine *e, umsg *m)
         e->peers[m->peer].credit_held--;
         m->flags &= (uint8_t)~UMF_CREDIT;
     }
-    if (m->data != NULL) {
-        e->ubytes -= m->len;
-        qfree(e, m->data);
-        m->data = NULL;
-    }
-    m->where = UM_FREE;
-    m->blink.next = (qlink *)e->msg_free;
-    e->msg_free = m;
-    e->msgs_used--;
+    umsg_put(e, m);
 }
 
 /* Copy `len` payload bytes into m, within the unexpected budget. */
@@ -67,7 +59,10 @@ static int umsg_take_payload(quay_engine *e, umsg *m, const uint8_t *p, size_t l
         return 0;
     if (len > e->cfg.unexpected_bytes_max - e->ubytes)
         return QUAY_EAGAIN;
-    m->data = qalloc(e, len);
+    m->data = len <= UPAY_SLOT ? upay_get(e) : NULL;
+    m->pooled = m->data != NULL;
+    if (m->data == NULL)
+        m->data = qalloc(e, len);
     if (m->data == NULL)
         return QUAY_EAGAIN;
     memcpy(m->data, p, len);
@@ -189,6 +184,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
         ql_init(&m->slink);
         ql_init(&m->tlink);
         m->data = NULL;
+        m->pooled = 0;
         if (env->type == QUAY_PKT_EAGER && !(env->flags & UMF_READY)) {
             if (umsg_take_payload(e, m, data, dlen) != 0) {
                 m->len = 0;
@@ -209,11 +205,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
         /* Ready send without a posted receive: an error at both ends. The
          * payload is dropped; the receive that later matches it reports
          * QUAY_ENOTPOSTED [DESIGN §4]. */
-        if (m->data != NULL) {
-            e->ubytes -= m->len;
-            qfree(e, m->data);
-            m->data = NULL;
-        }
+        umsg_drop_payload(e, m);
         m->flags |= UMF_POISON;
         ctrl_push(e, QUAY_PKT_ACK, peer, env->sreq, QUAY_ENOTPOSTED, 0);
     }

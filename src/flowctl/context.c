@@ -8,6 +8,7 @@
  * ids keep their generations across contexts, so an id from a context
  * that ran before can never name a request of this one.
  */
+#include "engine/payload.h"
 #include "flowctl/chan.h"
 
 int context_switchable(const quay_engine *e)
@@ -31,10 +32,8 @@ void context_free_heap(quay_engine *e)
 {
     if (e->msgs != NULL)
         for (uint32_t i = 0; i < e->nmsgs; i++)
-            if (e->msgs[i].where != UM_FREE) {
-                qfree(e, e->msgs[i].data);
-                e->msgs[i].data = NULL;
-            }
+            if (e->msgs[i].where != UM_FREE)
+                umsg_drop_payload(e, &e->msgs[i]);
     if (e->comms != NULL)
         for (uint32_t i = 0; i < e->ncomms_max; i++) {
             qfree(e, e->comms[i].world);

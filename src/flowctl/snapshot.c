@@ -966,6 +966,7 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     ql_init(&d->slink);
     ql_init(&d->tlink);
     d->data = NULL;
+    d->pooled = 0;
     d->comm = NULL;
     if (has_data) {
         d->data = qalloc(e, (size_t)m->len);

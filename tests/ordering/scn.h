@@ -204,6 +204,9 @@ typedef struct scn_outcomes {
     uint32_t inline_sends;       /**< sends quay_send_inline took */
     uint32_t inline_busy;        /**< inline tries answered QUAY_EBUSY
                                       (then posted with quay_isend) */
+    uint32_t recv_inlines;       /**< receives quay_recv_inline took */
+    uint32_t recv_inline_busy;   /**< its tries answered QUAY_EBUSY (then
+                                      posted with quay_irecv) */
     /* QUAY_CFG_SEND_COPY (seeds with bit 3 set) */
     uint32_t copied_sends;       /**< isends complete at the call (copied) */
 } scn_outcomes;

@@ -561,6 +561,8 @@ void scn_runner_outcomes(const scn_runner *run, scn_outcomes *o)
     o->sends = run->sends;
     o->inline_sends = run->inline_sends;
     o->inline_busy = run->inline_busy;
+    o->recv_inlines = run->recv_inlines;
+    o->recv_inline_busy = run->recv_inline_busy;
     o->copied_sends = run->copied_sends;
     for (i = 0; i < run->nmatches; i++) {
         if (s->slots[run->matches[i].slot].kind == SLOT_MRECV)

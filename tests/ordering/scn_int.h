@@ -230,8 +230,8 @@ typedef struct slot_dyn {
     uint8_t released;    /* quay_req_free called after completion */
     uint8_t have_status;
     uint8_t cancel_called;
-    uint8_t inline_sent; /* SEND: quay_send_inline took it: no request, the
-                            send was over when the call returned */
+    uint8_t inline_sent; /* quay_send_inline / quay_recv_inline took it: no
+                            request, it was over when the call returned */
     uint8_t probe_flag;  /* PROBE: found */
     uint32_t completes;  /* COMPLETE actions seen */
     uint64_t post_t;
@@ -308,7 +308,9 @@ typedef struct rank_rt {
     uint64_t blocked_epoch;/* PROBE / MPROBE / DETACH retry gate */
     int in_call;
     int replaying;         /* handling the events deferred during a call */
-    int improbe_slot;      /* MPROBE slot of the improbe in progress */
+    int improbe_slot;      /* MPROBE slot of the improbe in progress, or
+                              RECV slot of a quay_recv_inline (their MATCH
+                              events carry request id 0) */
     int call_slot;         /* SEND slot whose quay_isend is in progress */
     defer_ev *defer;
     int ndefer;
@@ -405,6 +407,8 @@ struct scn_runner {
     uint32_t sends;           /* sends posted (inline or not), last run */
     uint32_t inline_sends;    /* of which quay_send_inline took */
     uint32_t inline_busy;     /* inline tries answered QUAY_EBUSY */
+    uint32_t recv_inlines;    /* receives quay_recv_inline took */
+    uint32_t recv_inline_busy;/* quay_recv_inline tries answered QUAY_EBUSY */
     uint32_t copied_sends;    /* isends QUAY_CFG_SEND_COPY took, last run */
 };
 

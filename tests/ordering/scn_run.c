@@ -78,6 +78,7 @@ static int setup(scn_runner *run, uint64_t seed, int auto_pull)
     run->ncmatches = 0;
     run->switches_refused = 0;
     run->sends = run->inline_sends = run->inline_busy = run->copied_sends = 0;
+    run->recv_inlines = run->recv_inline_busy = 0;
     run->flow = run->flow_override >= 0 ? run->flow_override : s->flow;
     {
         /* Timeouts from "fires while the ACK is on its way" to "only when

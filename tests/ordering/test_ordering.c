@@ -228,7 +228,7 @@ int main(int argc, char **argv)
             uint64_t f_retx = 0, f_nack = 0, n_nack = 0, f_sw = 0, f_swf = 0;
             uint64_t f_swr = 0, c_msgs = 0;
             /* seeds with bit 1 set: sends, those taken inline, EBUSY */
-            uint64_t i_sends = 0, i_inline = 0, i_busy = 0, i_copied = 0;
+            uint64_t i_sends = 0, i_inline = 0, i_busy = 0, i_copied = 0, r_inline = 0, r_busy = 0;
             int rc = 0;
             for (k = 0; k < seeds; k++) {
                 scn_outcomes oc;
@@ -267,6 +267,8 @@ int main(int argc, char **argv)
                     i_sends += oc.sends;
                 i_inline += oc.inline_sends;
                 i_busy += oc.inline_busy;
+                r_inline += oc.recv_inlines;
+                r_busy += oc.recv_inline_busy;
                 i_copied += oc.copied_sends;
             }
             if (rc == 0)
@@ -297,6 +299,11 @@ int main(int argc, char **argv)
                        " of %" PRIu64 " sends went inline, %" PRIu64
                        " tries answered EBUSY (posted with quay_isend)\n",
                        i_inline, i_sends, i_busy);
+            if (rc == 0 && (r_inline | r_busy))
+                printf("# quay_recv_inline (seeds with bit 1 set): %" PRIu64
+                       " receives taken at the call, %" PRIu64
+                       " tries answered EBUSY (posted with quay_irecv)\n",
+                       r_inline, r_busy);
             if (rc == 0 && i_copied != 0)
                 printf("# QUAY_CFG_SEND_COPY (seeds with bit 3 set): %" PRIu64
                        " isends complete at the call\n",
