@@ -30,7 +30,10 @@
 # request (--recv persistent: quay_start per message, the stream's window
 # by one quay_startall; no allocation or free); send-copy sends by quay_isend on engines with QUAY_CFG_SEND_COPY
 # (the request complete at the call, as the MPI binding runs). The stream
-# variants send rounds of 64 (--mode stream), the nicsim one carries the
+# variants send rounds of 64 (--mode stream); stream-late and
+# stream-recv-inline let the round's messages arrive before their receives
+# (kept as unexpected messages) and receive them by quay_irecv or by
+# quay_recv_inline (--recv late / inline); the nicsim one carries the
 # packets through the simulator (its instructions count as wire).
 #
 # Matcher: bench_match --callgrind, exact keys and 10 % ANY_SOURCE, posted
@@ -160,7 +163,8 @@ get() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" <<<"$2"; }
 if [ "$WHAT" != match ]; then
     echo "== engine: $ITERS eager 8-byte messages end to end ($ENGINE_BIN --callgrind)"
     summary=()
-    for variant in copy no-copy inline lean send-copy stream stream-lean stream-copy nicsim; do
+    for variant in copy no-copy inline lean send-copy stream stream-lean stream-copy stream-late \
+        stream-recv-inline nicsim; do
         name=engine-$variant
         extra=()
         case $variant in
@@ -179,6 +183,10 @@ if [ "$WHAT" != match ]; then
             what="stream: rounds of 64 (64 irecv, 64 isend, one pump, test + free)" ;;
         stream-lean) extra=(--mode stream --window 64 --send inline --recv persistent)
             what="stream of 64, quay_send_inline + persistent receives (quay_startall per window)" ;;
+        stream-late) extra=(--mode stream --window 64 --send inline --recv late)
+            what="stream of 64, quay_send_inline, the messages arrive first, then quay_irecv (complete at the call) + test + free" ;;
+        stream-recv-inline) extra=(--mode stream --window 64 --send inline --recv inline)
+            what="stream of 64, quay_send_inline, the messages arrive first, then quay_recv_inline (no request)" ;;
         nicsim) extra=(--wire nicsim)
             what="quay_isend, packets carried by nicsim (FIFO, zero latency; the simulator counts as wire)" ;;
         esac
@@ -202,11 +210,11 @@ if [ "$WHAT" != match ]; then
     done
     echo
     echo "summary: instructions per eager message (target, DESIGN §9: <= 300 end to end)"
-    printf '   %-12s %12s %8s %8s  %s\n' variant "end to end" engine wire "vs 300"
+    printf '   %-18s %12s %8s %8s  %s\n' variant "end to end" engine wire "vs 300"
     for row in "${summary[@]}"; do
         read -r v x e h <<<"$row"
         awk -v v="$v" -v x="$x" -v e="$e" -v h="$h" 'BEGIN {
-            printf "   %-12s %12.1f %8.1f %8.1f  %s %.2fx\n", v, x, e, h, (x <= 300 ? "MET" : "MISSED"), x / 300 }'
+            printf "   %-18s %12.1f %8.1f %8.1f  %s %.2fx\n", v, x, e, h, (x <= 300 ? "MET" : "MISSED"), x / 300 }'
     done
     echo
 fi

@@ -216,7 +216,9 @@ typedef struct quay_config {
     /** Request pool size (sends + receives outstanding). Default 4096. */
     uint32_t max_requests;
     /** Descriptors for unexpected, held-out-of-order and taken (mprobe)
-     *  messages. Default 4096. */
+     *  messages. Default 4096. The first 1,024 of them each come with a
+     *  64-byte payload slot made with the engine, so small messages that
+     *  arrive before their receives are kept without allocating. */
     uint32_t max_unexpected;
     /** Bound on payload bytes held for unexpected / out-of-order eager
      *  messages. Beyond it quay_on_packet answers QUAY_EAGAIN (flow control

@@ -6,6 +6,7 @@
  * oldest match (match.c), otherwise it is posted with a post stamp.
  */
 #include "engine/internal.h"
+#include "engine/payload.h"
 #include "engine/inline_fast.h"
 #include "engine/match_fast.h"
 
@@ -413,15 +414,42 @@ static inline int recv_short_ok(const quay_engine *e, const quay_comm *c, int32_
 static QUAY_NOINLINE int irecv_general(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                                        int32_t src, int32_t tag, quay_req **preq);
 
+/* The other short path: an exact receive (arguments valid) on a
+ * communicator with kept messages, no oracle alongside, whose message is
+ * here as a plain eager one (standard mode, no credit held): taken into a
+ * new request, complete at the call, as recv_post_go would take it. Else
+ * the general path. */
+static QUAY_NOINLINE int irecv_kept(quay_engine *e, quay_comm *c, void *buf, size_t cap,
+                                    int32_t src, int32_t tag, quay_req **preq)
+{
+    umsg *m = match_unexp_exact(&e->m, c, src, tag);
+    if (m == NULL || m->type != QUAY_PKT_EAGER || m->flags != 0)
+        return irecv_general(e, c, buf, cap, src, tag, preq);
+    quay_req *r = recv_req_new(e, c, buf, cap, src, tag, 0, NULL, 0);
+    *preq = r;
+    if (r == NULL)
+        return QUAY_EAGAIN;
+    match_unexp_unlink(c, m);
+    c->nunexp--;
+    if (e->trace_fn)
+        trace_match(e, r, m, m->peer, m->seq, m->ctx, m->src, m->tag);
+    p2p_deliver(e, r, m, m->data);
+    umsg_put(e, m);
+    return e->fatal;
+}
+
 int quay_irecv(quay_engine *e, quay_comm *c, void *buf, size_t cap,
                int32_t src, int32_t tag, quay_req **preq)
 {
-    /* Every argument check below, passed, and the short path's
+    /* Every argument check below, passed, and the short paths'
      * conditions: one branch each, no call. */
     if (e != NULL && preq != NULL && e->fatal == 0 && comm_ok(e, c) &&
-        (buf != NULL || cap == 0) && src < c->size && (tag >= 0 || tag == QUAY_ANY_TAG) &&
-        recv_short_ok(e, c, src))
-        return irecv_posted(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
+        (buf != NULL || cap == 0) && src < c->size && (tag >= 0 || tag == QUAY_ANY_TAG)) {
+        if (recv_short_ok(e, c, src))
+            return irecv_posted(e, c, buf, cap, src, tag, 0, NULL, 0, preq);
+        if ((src | tag) >= 0 && c->nunexp != 0 && e->m.oracle == NULL)
+            return irecv_kept(e, c, buf, cap, src, tag, preq);
+    }
     return irecv_general(e, c, buf, cap, src, tag, preq);
 }
 
