@@ -110,6 +110,23 @@ void fe_op_irecv(fe *f, fz_in *in)
         src = QUAY_ANY_SOURCE;
     else if (src == c->size + 1)
         src = QUAY_PROC_NULL;
+    if (cb & 0x40) {
+        /* Taken at the call if its message is here; QUAY_EBUSY: posted
+         * below. The status is checked as a request's would be. */
+        quay_status st;
+        int rc = quay_recv_inline(f->e, c->c, buf, cap, src, tag, &st);
+        fe_check_rc(f, "quay_recv_inline", rc, fe_rc_inline);
+        if (rc == 0) {
+            fe_req probe = {.kind = FR_RECV, .cap = cap};
+            fe_check_status(&probe, &st);
+            if (st.cancelled || (st.error != 0 && st.error != QUAY_ETRUNCATE &&
+                                 st.error != QUAY_ENOTPOSTED))
+                fz_fail("quay_recv_inline: status error %d, cancelled %d", st.error,
+                        st.cancelled);
+        }
+        if (rc != QUAY_EBUSY)
+            return;
+    }
     int persist = (cb & 0x04) != 0; /* made, then started */
     int rc = persist ? quay_recv_init(f->e, c->c, buf, cap, src, tag, &r)
                      : quay_irecv(f->e, c->c, buf, cap, src, tag, &r);
