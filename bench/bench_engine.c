@@ -331,6 +331,16 @@ static void pingpong_round(bench *b, bufs *bf)
     send_done(b, 1, pong_s);
 }
 
+/* The stream's window of sends from rank 0 to rank 1, then the pump. */
+static BENCH_INLINE void send_window(bench *b, bufs *bf)
+{
+    for (uint32_t k = 0; k < bf->window; k++)
+        if (post_send(b, bf, 0, k, bf->sbuf[0], bf->size, &bf->sreq[k]) != 0)
+            bench_die("stream: send failed");
+    b->dirty[0] = b->dirty[1] = 1;
+    pump(b);
+}
+
 /* --recv late / inline: W messages from rank 0 to rank 1 arrive before
  * their receives (they are kept as unexpected messages); then each is
  * received by quay_irecv (late: complete at the call, tested and freed)
@@ -339,11 +349,7 @@ static void stream_round_late(bench *b, bufs *bf)
 {
     size_t n = bf->size;
     uint32_t w = bf->window;
-    for (uint32_t k = 0; k < w; k++)
-        if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
-            bench_die("stream: send failed");
-    b->dirty[0] = b->dirty[1] = 1;
-    pump(b);
+    send_window(b, bf);
     for (uint32_t k = 0; k < w; k++) {
         uint8_t *buf = bf->rbuf[1] + (size_t)k * n;
         if (b->recv_how == RECV_INLINE) {
@@ -379,11 +385,7 @@ static void stream_round(bench *b, bufs *bf)
             if (post_recv(b, bf, 1, k, bf->rbuf[1] + (size_t)k * n, n, &bf->rreq[k]) != 0)
                 bench_die("stream: receive failed");
     }
-    for (uint32_t k = 0; k < w; k++)
-        if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
-            bench_die("stream: send failed");
-    b->dirty[0] = b->dirty[1] = 1;
-    pump(b);
+    send_window(b, bf);
     for (uint32_t k = 0; k < w; k++) {
         recv_done(b, 1, bf->rreq[k]);
         send_done(b, 0, bf->sreq[k]);

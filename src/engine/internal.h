@@ -592,10 +592,12 @@ int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq);
 /** The same for a receive (src a comm rank or QUAY_ANY_SOURCE). */
-/* A receive pattern's rank and tag: 0, QUAY_ERANK or QUAY_ETAG. */
-int p2p_pattern_ok(const quay_comm *c, int32_t src, int32_t tag);
-/* The status of a receive from QUAY_PROC_NULL (st may be NULL). */
-void p2p_null_status(quay_status *st);
+/* The front of iprobe, improbe and recv_inline: the arguments checked,
+ * PROC_NULL answered, the oldest kept message matching (src, tag) found.
+ * < 0 an error, 1 for PROC_NULL (st filled), else 0 with *pm (NULL when
+ * nothing matched). */
+int p2p_probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
+                     quay_status *st, umsg **pm);
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
 /** Cancel r (arguments checked by the caller), as quay_cancel. */

@@ -296,7 +296,7 @@ static void send_post_go(quay_engine *e, quay_req *r, const void *buf, size_t le
     send_start(e, r, buf, len, dst, peer, tag, mode);
 }
 
-int p2p_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
+static int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
 {
     if (src != QUAY_ANY_SOURCE && src != QUAY_PROC_NULL &&
         (src < 0 || src >= c->size))
@@ -317,7 +317,7 @@ static int recv_args(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_
         return e->fatal;
     if (!comm_ok(e, c) || (buf == NULL && cap != 0))
         return QUAY_EINVAL;
-    return p2p_pattern_ok(c, src, tag);
+    return recv_pattern_ok(c, src, tag);
 }
 
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
@@ -528,7 +528,7 @@ static void probe_status(const umsg *m, quay_status *st)
     st->count = (m->flags & UMF_POISON) ? 0 : m->len;
 }
 
-void p2p_null_status(quay_status *st)
+static void null_status(quay_status *st)
 {
     if (st == NULL)
         return;
@@ -537,11 +537,8 @@ void p2p_null_status(quay_status *st)
     st->tag = QUAY_ANY_TAG;
 }
 
-/* Front of iprobe and improbe: validate, answer PROC_NULL, find the
- * oldest matching unexpected message. Returns < 0 on error, 1 for
- * PROC_NULL (st filled), else 0 with *pm (NULL when nothing matched). */
-static int probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
-                        quay_status *st, umsg **pm)
+int p2p_probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
+                     quay_status *st, umsg **pm)
 {
     *pm = NULL;
     if (e == NULL)
@@ -550,11 +547,11 @@ static int probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
         return e->fatal;
     if (!comm_ok(e, c))
         return QUAY_EINVAL;
-    int rc = p2p_pattern_ok(c, src, tag);
+    int rc = recv_pattern_ok(c, src, tag);
     if (rc != 0)
         return rc;
     if (src == QUAY_PROC_NULL) {
-        p2p_null_status(st);
+        null_status(st);
         return 1;
     }
     *pm = match_find_unexp(e, c, src, tag);
@@ -567,7 +564,7 @@ int quay_iprobe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
     if (flag == NULL)
         return QUAY_EINVAL;
     umsg *m;
-    int rc = probe_lookup(e, c, src, tag, st, &m);
+    int rc = p2p_probe_lookup(e, c, src, tag, st, &m);
     *flag = rc == 1 || m != NULL;
     if (m != NULL)
         probe_status(m, st);
@@ -581,7 +578,7 @@ int quay_improbe(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
         return QUAY_EINVAL;
     *pmsg = NULL;
     umsg *m;
-    int rc = probe_lookup(e, c, src, tag, st, &m);
+    int rc = p2p_probe_lookup(e, c, src, tag, st, &m);
     if (rc == 1)
         *pmsg = QUAY_MSG_NO_PROC;
     if (m == NULL)
@@ -615,7 +612,7 @@ int quay_imrecv(quay_engine *e, quay_msg *msg, void *buf, size_t cap,
         quay_req *r = req_alloc(e, RK_RECV, NULL);
         if (r == NULL)
             return QUAY_EAGAIN;
-        p2p_null_status(&r->status);
+        null_status(&r->status);
         req_complete(e, r);
         *preq = r;
         return 0;

@@ -70,28 +70,18 @@ int quay_recv_inline(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_
     return recv_inline_general(e, c, buf, cap, src, tag, st);
 }
 
-/* The arguments' errors in quay_irecv's order, then the match through
- * the facade (wildcards, the oracle's check, the trace). */
+/* The arguments' errors (as quay_iprobe's, a bad buffer first), then the
+ * match through the facade (wildcards, the oracle's check, the trace). */
 static QUAY_NOINLINE int recv_inline_general(quay_engine *e, quay_comm *c, void *buf,
                                              size_t cap, int32_t src, int32_t tag,
                                              quay_status *st)
 {
-    if (e == NULL)
+    if (buf == NULL && cap != 0)
         return QUAY_EINVAL;
-    if (e->fatal)
-        return e->fatal;
-    if (!comm_ok(e, c) || (buf == NULL && cap != 0))
-        return QUAY_EINVAL;
-    int rc = p2p_pattern_ok(c, src, tag);
+    umsg *m;
+    int rc = p2p_probe_lookup(e, c, src, tag, st, &m);
     if (rc != 0)
-        return rc;
-    if (src == QUAY_PROC_NULL) {
-        p2p_null_status(st);
-        return 0;
-    }
-    umsg *m = c->nunexp != 0 ? match_find_unexp(e, c, src, tag) : NULL;
-    if (e->fatal)
-        return e->fatal; /* the oracle disagreed */
+        return rc == 1 ? 0 : rc; /* PROC_NULL: received at once */
     if (m == NULL || m->type != QUAY_PKT_EAGER)
         return QUAY_EBUSY;
     if (msg_needs_ack(m)) {
