@@ -143,12 +143,19 @@ static size_t span(const size_t *disp, int32_t lo, int32_t hi) { return disp[hi]
 /* Reduce-scatter by recursive halving: round k keeps the half of the
  * current range on the partner's side of newrank's bit, sends the other
  * half, reduces the kept half; then allgather by recursive doubling in
- * reverse. Ranges are kept as block indices over pof2 blocks. */
+ * reverse. Ranges are kept as block indices over pof2 blocks. Each
+ * round's receive has a tmp region of its own (after the fold's, which
+ * takes the first len bytes; the halves add up to less than len more), so
+ * every round's receive is posted at the start: a partner's message for a
+ * later round matches on arrival instead of waiting in the unexpected
+ * room, where with small pools it could hold the room an earlier round's
+ * message needs (fuzz/RESULTS.md, bug 23). */
 static void rabenseifner(coll_sched *s, size_t count, int in_place)
 {
     size_t es = s->esize, len = count * es;
     fold f = fold_in(s, count, in_place);
     uint32_t last = f.last;
+    size_t region = len; /* the next round's tmp region */
     sched_tmp(s, len);
     if (f.newrank >= 0) {
         size_t *cnt, *disp;
@@ -166,18 +173,20 @@ static void rabenseifner(coll_sched *s, size_t count, int in_place)
             int32_t dst = real_of(&f, partner);
             uint32_t snd = cs_send(s, dst, CB_RECV, disp[slo] * es, span(disp, slo, shi) * es,
                                    ROUND_TAG(k));
-            uint32_t rcv = cs_recv(s, dst, CB_TMP, disp[rlo] * es, span(disp, rlo, rhi) * es,
-                                   ROUND_TAG(k));
-            uint32_t red = cs_reduce(s, CB_TMP, disp[rlo] * es, CB_RECV, disp[rlo] * es,
+            size_t rlen = span(disp, rlo, rhi) * es;
+            uint32_t rcv = cs_recv(s, dst, CB_TMP, region, rlen, ROUND_TAG(k));
+            uint32_t red = cs_reduce(s, CB_TMP, region, CB_RECV, disp[rlo] * es,
                                      span(disp, rlo, rhi));
             cs_dep(s, last, snd);
-            cs_dep(s, last, rcv); /* tmp: the kept half was reduced last round */
             cs_dep(s, rcv, red);
+            cs_dep(s, last, red); /* the kept half was reduced last round */
             cs_dep(s, snd, sent);
             last = red;
             lo = rlo;
             hi = rhi;
+            region += rlen;
         }
+        sched_tmp(s, region);
         /* Allgather: undo the halvings, last first. Receives land where the
          * reduce-scatter's sends read. */
         cs_dep(s, last, sent);
