@@ -220,13 +220,8 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
     /* A message that came first is taken now, with no request to wait on. */
     quay_status qs;
     rc = quay_recv_inline(qmpi.e, c->q, buf, bytes, source, tag, &qs);
-    if (rc == 0) {
-        int cls = qmpi_status_set(status, &qs);
-        if (cls == MPI_SUCCESS)
-            return MPI_SUCCESS;
-        return qmpi_raise(comm, cls, __func__,
-                          cls == MPI_ERR_TRUNCATE ? "message truncated" : "the operation failed");
-    }
+    if (rc == 0)
+        return qmpi_status_raise(__func__, comm, qmpi_status_set(status, &qs));
     if (rc != QUAY_EBUSY)
         return qmpi_raise(comm, qmpi_class_of(rc), __func__, "%s", quay_strerror(rc));
     if ((rc = post_recv(__func__, buf, bytes, source, tag, comm, c, &q)) != MPI_SUCCESS)

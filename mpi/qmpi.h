@@ -162,6 +162,9 @@ int qmpi_req_finish(qmpi_req *r, MPI_Request *h, MPI_Status *st);
 /* quay_status -> MPI_Status (st may be MPI_STATUS_IGNORE); returns the
  * error class the completion carries (MPI_SUCCESS for a cancelled one). */
 int qmpi_status_set(MPI_Status *st, const quay_status *qs);
+/* A blocking call's return for the error class its message carried
+ * (qmpi_status_set's): MPI_SUCCESS, or the error raised on comm. */
+int qmpi_status_raise(const char *fn, MPI_Comm comm, int cls);
 /* The empty status of a null or inactive request. */
 void qmpi_status_empty(MPI_Status *st);
 /* quay error code -> MPI error class. */

@@ -281,6 +281,11 @@ int qmpi_wait_q(const char *fn, quay_req *q, MPI_Comm comm, int wild, MPI_Status
         qmpi_wait_until(fn, ready_one, &r);
     int cls = finish_status(&r, st);
     quay_req_free(qmpi.e, q);
+    return qmpi_status_raise(fn, comm, cls);
+}
+
+int qmpi_status_raise(const char *fn, MPI_Comm comm, int cls)
+{
     if (cls == MPI_SUCCESS)
         return MPI_SUCCESS; /* the common case, without the error path's arguments */
     return qmpi_raise(comm, cls, fn, cls == MPI_ERR_TRUNCATE ? "message truncated"

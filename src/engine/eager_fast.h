@@ -49,9 +49,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
         if (d == NULL)
             return EAGER_NOT_FAST;
         copy_payload(d, b + WIRE_ENV_LEN, (size_t)mlen);
-        e->ubytes += (size_t)mlen;
-        if (e->ubytes > e->ubytes_peak)
-            e->ubytes_peak = e->ubytes;
+        ubytes_add(e, (size_t)mlen);
     }
     e->msg_free = (umsg *)m->blink.next;
     e->msgs_used++;
@@ -86,8 +84,9 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
  * straight from the bytes (the same checks wire_decode makes), matches
  * through the same facade (so the oracle check still applies), copies,
  * completes; with no posted receive, eager_keep keeps it. Anything else
- * — held packets pending, flags, unknown context — takes the general path, which re-reads the
- * packet from scratch; nothing is changed before the decision.
+ * — held packets pending, flags, unknown context — takes the general
+ * path, which re-reads the packet from scratch; nothing is changed before
+ * the decision.
  * `flags_ok` (a constant at every call): 0 for a packet on its own;
  * WIRE_F_MORE for a message of a train whose shape train_check has
  * passed (version, type, its length within the train, the train within

@@ -269,9 +269,10 @@ void match_add_unexp(quay_engine *e, quay_comm *c, umsg *u)
 
 void match_remove_unexp(quay_engine *e, umsg *u)
 {
-    u->comm->nunexp--;
     if (e->m.use_fast)
-        match_unexp_unlink(u->comm, u);
+        match_unexp_take(u->comm, u);
+    else
+        u->comm->nunexp--;
     if (e->m.oracle != NULL)
         oracle_remove_unexp(e->m.oracle, u);
 }

@@ -120,6 +120,14 @@ static inline void match_unexp_unlink(const quay_comm *c, umsg *u)
         ql_unlink(&u->slink);
 }
 
+/* A kept message of c taken by a receive, no oracle alongside: off its
+ * lists and out of c's count (match_remove_unexp without the oracle). */
+static inline void match_unexp_take(quay_comm *c, umsg *u)
+{
+    match_unexp_unlink(c, u);
+    c->nunexp--;
+}
+
 /* The oldest unexpected message of (c, src, tag), both exact. */
 static inline umsg *match_unexp_exact(const match_state *m, const quay_comm *c, int32_t src,
                                       int32_t tag)

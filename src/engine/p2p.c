@@ -429,8 +429,7 @@ static QUAY_NOINLINE int irecv_kept(quay_engine *e, quay_comm *c, void *buf, siz
     *preq = r;
     if (r == NULL)
         return QUAY_EAGAIN;
-    match_unexp_unlink(c, m);
-    c->nunexp--;
+    match_unexp_take(c, m);
     if (e->trace_fn)
         trace_match(e, r, m, m->peer, m->seq, m->ctx, m->src, m->tag);
     p2p_deliver(e, r, m, m->data);

@@ -11,7 +11,7 @@ int upay_init(quay_engine *e)
         return QUAY_ENOMEM;
     e->upay_nslots = n;
     /* Lowest address first out. (A channel reset gives every kept
-     * message's slot back: seq.c's umsg_drop_payload.) */
+     * message's slot back: umsg_drop_payload.) */
     e->upay_free = NULL;
     for (uint32_t i = n; i-- > 0;)
         upay_put(e, e->upay_mem + (size_t)i * UPAY_SLOT);

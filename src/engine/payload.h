@@ -43,6 +43,14 @@ static inline void upay_put(quay_engine *e, uint8_t *s)
     e->upay_free = s;
 }
 
+/* n more payload bytes kept (the unexpected budget's count and its peak). */
+static inline void ubytes_add(quay_engine *e, size_t n)
+{
+    e->ubytes += n;
+    if (e->ubytes > e->ubytes_peak)
+        e->ubytes_peak = e->ubytes;
+}
+
 /* Free m's payload, pool slot or allocation, if it holds one. */
 static inline void umsg_drop_payload(quay_engine *e, umsg *m)
 {

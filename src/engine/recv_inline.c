@@ -58,8 +58,7 @@ int quay_recv_inline(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_
         if (m == NULL)
             return QUAY_EBUSY;
         if (m->type == QUAY_PKT_EAGER && m->flags == 0) {
-            match_unexp_unlink(c, m);
-            c->nunexp--;
+            match_unexp_take(c, m);
             if (e->trace_fn)
                 trace_match(e, NULL, m, m->peer, m->seq, m->ctx, m->src, m->tag);
             take_message(m, buf, cap, st);

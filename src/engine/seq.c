@@ -66,9 +66,7 @@ static int umsg_take_payload(quay_engine *e, umsg *m, const uint8_t *p, size_t l
     if (m->data == NULL)
         return QUAY_EAGAIN;
     memcpy(m->data, p, len);
-    e->ubytes += len;
-    if (e->ubytes > e->ubytes_peak)
-        e->ubytes_peak = e->ubytes;
+    ubytes_add(e, len);
     return 0;
 }
 
