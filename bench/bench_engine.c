@@ -334,8 +334,10 @@ static void pingpong_round(bench *b, bufs *bf)
 /* The stream's window of sends from rank 0 to rank 1, then the pump. */
 static BENCH_INLINE void send_window(bench *b, bufs *bf)
 {
-    for (uint32_t k = 0; k < bf->window; k++)
-        if (post_send(b, bf, 0, k, bf->sbuf[0], bf->size, &bf->sreq[k]) != 0)
+    size_t n = bf->size;
+    uint32_t w = bf->window;
+    for (uint32_t k = 0; k < w; k++)
+        if (post_send(b, bf, 0, k, bf->sbuf[0], n, &bf->sreq[k]) != 0)
             bench_die("stream: send failed");
     b->dirty[0] = b->dirty[1] = 1;
     pump(b);
