@@ -13,7 +13,7 @@
 
 int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
 {
-    return eager_arrival(e, peer, b, len, 0);
+    return eager_arrival(e, peer, b, len, 0, NULL);
 }
 
 int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h)

@@ -79,6 +79,22 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
 }
 
 /*
+ * What a train's previous message found (train_arrival, engine.c): its
+ * communicator and envelope, checked (source in range and the peer's),
+ * matched on the exact path (no oracle, no wildcard posted), and the
+ * posted bin of that pattern. A message of the same envelope next reuses
+ * all of it: the bins are made once with the engine and a pattern's bin
+ * never changes; what could change the exact path's condition (a
+ * wildcard receive posted or matched) happens only on the general path,
+ * after which train_arrival forgets the memo. c == NULL: nothing known.
+ */
+typedef struct arrival_memo {
+    const quay_comm *c;
+    int32_t src, tag;
+    qlink *bin;
+} arrival_memo;
+
+/*
  * The small-message hot path [DESIGN §9]: an in-order, standard-mode EAGER
  * whose receive is already posted. Decodes only what matching needs
  * straight from the bytes (the same checks wire_decode makes), matches
@@ -93,7 +109,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
  * max_packet), so only what that check leaves is checked here.
  */
 static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
-                                            size_t len, uint16_t flags_ok)
+                                            size_t len, uint16_t flags_ok, arrival_memo *memo)
 {
     if (flags_ok == 0 ? len < WIRE_ENV_LEN || b[0] != WIRE_VERSION ||
                             b[1] != QUAY_PKT_EAGER || wire_get16(b + 2) != 0
@@ -111,22 +127,33 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
     quay_comm *c = comm_lookup(e, wire_get32(b + 8));
     if (c == NULL)
         return EAGER_NOT_FAST;
-    if (!comm_src_ok(c, src, peer))
-        return QUAY_ESTATE;
     quay_req *r;
-    if (match_exact_only(e, c)) {
-        /* The commonest case, match.c's work inline: no wildcard can be
-         * older, nothing else to keep in step. */
-        r = match_bin_head(&e->m, c, src, tag);
-        if (r == NULL)
-            return eager_keep(e, ps, c, b, peer, src, tag, mlen);
+    int exact = 1; /* the commonest case, match.c's work inline: no
+                      wildcard can be older, nothing else to keep in step */
+    if (memo != NULL && memo->c == c && memo->src == src && memo->tag == tag) {
+        r = match_bin_first(memo->bin, c->ctx, src, tag); /* (all checked) */
+    } else if (!comm_src_ok(c, src, peer)) {
+        return QUAY_ESTATE;
+    } else if (match_exact_only(e, c)) {
+        qlink *bin = match_posted_bin(&e->m, c, src, tag);
+        if (memo != NULL) {
+            memo->c = c;
+            memo->src = src;
+            memo->tag = tag;
+            memo->bin = bin;
+        }
+        r = match_bin_first(bin, c->ctx, src, tag);
+    } else {
+        exact = 0;
+        r = match_find_posted(e, c, src, tag);
+    }
+    if (r == NULL)
+        return eager_keep(e, ps, c, b, peer, src, tag, mlen);
+    if (exact) {
         ql_remove(&r->link);
         if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
             c->nplain--;
     } else {
-        r = match_find_posted(e, c, src, tag);
-        if (r == NULL)
-            return eager_keep(e, ps, c, b, peer, src, tag, mlen);
         match_remove_posted(e, r);
     }
     if (r->state == QUAY_RS_RECV_RTR)

@@ -377,20 +377,24 @@ static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t 
     if (rc != 0)
         return rc;
     int first = 0;
+    arrival_memo memo = {NULL, 0, 0, NULL};
     size_t n;
     for (size_t off = 0; off < len; off += n) {
         const uint8_t *p = b + off;
         n = WIRE_ENV_LEN + (size_t)wire_get64(p + 24);
-        uint32_t seq = wire_get32(p + 4);
-        const peer_state *ps = &e->peers[peer];
-        /* (in turn and not blocked: not taken before, no walk) */
-        if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
-            continue;
-        rc = eager_arrival(e, peer, p, n, WIRE_F_MORE);
+        /* (The fast path takes only the peer's next number with nothing
+         * held: never one taken before.) */
+        rc = eager_arrival(e, peer, p, n, WIRE_F_MORE, &memo);
         if (rc == EAGER_NOT_FAST) {
+            uint32_t seq = wire_get32(p + 4);
+            const peer_state *ps = &e->peers[peer];
+            /* (in turn and not blocked: not taken before, no walk) */
+            if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
+                continue;
             wire_hdr h;
             int hl = wire_decode_train(p, n, &h);
             rc = hl < 0 ? hl : engine_recv_decoded(e, peer, &h, hl, p, n, NULL);
+            memo.c = NULL; /* (what the general path did may void it) */
         }
         if (e->fatal)
             return e->fatal;
@@ -447,7 +451,7 @@ int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
     if (e != NULL && bytes != NULL && e->nchans == 1 && !e->flow && e->fatal == 0 &&
         peer >= 0 && peer < e->nranks && peer != e->rank && e->nfailed == 0) {
         tried = 1;
-        int rc = eager_arrival(e, peer, bytes, len, 0);
+        int rc = eager_arrival(e, peer, bytes, len, 0, NULL);
         if (rc == 0 && !e->trace_fn && !coll_due(e)) {
             e->st.pkts_in++;
             return e->fatal;

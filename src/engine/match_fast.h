@@ -48,18 +48,23 @@ static inline qlink *match_posted_bin(const match_state *m, const quay_comm *c, 
     return &m->posted_bins[match_posted_hash(c, psrc, ptag) & m->posted_mask];
 }
 
-/* First receive in its bin whose pattern is exactly (ctx, psrc, ptag). */
-static inline quay_req *match_bin_head(const match_state *m, const quay_comm *c, int32_t psrc,
-                                       int32_t ptag)
+/* First receive in `bin` whose pattern is exactly (ctx, psrc, ptag). */
+static inline quay_req *match_bin_first(const qlink *bin, uint32_t ctx, int32_t psrc,
+                                        int32_t ptag)
 {
-    uint32_t ctx = c->ctx;
-    qlink *bin = match_posted_bin(m, c, psrc, ptag);
     for (qlink *n = bin->next; n != bin; n = n->next) {
         quay_req *r = QUAY_CONTAINER_OF(n, quay_req, link);
         if (r->ctx == ctx && r->rank == psrc && r->tag == ptag)
             return r;
     }
     return NULL;
+}
+
+/* The same in the pattern's own bin. */
+static inline quay_req *match_bin_head(const match_state *m, const quay_comm *c, int32_t psrc,
+                                       int32_t ptag)
+{
+    return match_bin_first(match_posted_bin(m, c, psrc, ptag), c->ctx, psrc, ptag);
 }
 
 /* No oracle runs (the fast matcher is the matcher) and c has no wildcard
