@@ -247,32 +247,27 @@ void fe_op_env(fe *f, fz_in *in)
     send_hdr(f, p, &h, payload, plen, inorder);
 }
 
-/* A train (coalesced EAGERs, WIRE_F_MORE on all but the last) of 2 to 4
- * copies of h with consecutive numbers and tags; `sm`'s high bits may
- * break its shape (MORE on the last, or missing in the middle). */
+/* A train (wire.h: an EAGER flagged WIRE_F_MORE, then pieces of tag,
+ * length and payload) of h and 1 to 3 pieces with the next numbers and
+ * tags; `sm`'s high bits may break its shape (the last piece's length
+ * past the end, or the first without MORE: bytes left over). */
 static void send_train(fe *f, int32_t p, const wire_hdr *h, const uint8_t *payload,
                        size_t plen, int inorder, uint8_t sm)
 {
     uint8_t b[FE_PKT_MAX];
     int k = 2 + (sm >> 2) % 3, i;
-    size_t n = 0;
     wire_hdr e = *h;
-    for (i = 0; i < k; i++) {
-        e.flags = (uint16_t)(h->flags | (i < k - 1 ? WIRE_F_MORE : 0));
-        if ((sm & 0xC0) == 0x40 && i == k - 1)
-            e.flags |= WIRE_F_MORE; /* promises more at the end */
-        if ((sm & 0xC0) == 0x80 && i == 0)
-            e.flags &= (uint16_t)~WIRE_F_MORE; /* bytes left over */
-        e.seq = h->seq + (uint32_t)i;
-        e.tag = (h->tag + i) % 16;
-        if (n + WIRE_ENV_LEN + plen > sizeof b)
-            break; /* no room: the last one built promised more (malformed) */
-        size_t m = build(&e, b + n, payload, plen);
-        if (m == 0)
-            break;
-        n += m;
+    e.flags = (uint16_t)(h->flags | ((sm & 0xC0) == 0x80 ? 0 : WIRE_F_MORE));
+    size_t n = build(&e, b, payload, plen);
+    if (n == 0)
+        return;
+    for (i = 1; i < k && n + WIRE_PIECE_LEN + plen <= sizeof b; i++) {
+        uint32_t len = (uint32_t)plen + ((sm & 0xC0) == 0x40 && i == k - 1);
+        wire_encode_piece(b + n, (h->tag + i) % 16, len);
+        memcpy(b + n + WIRE_PIECE_LEN, payload, plen);
+        n += WIRE_PIECE_LEN + plen;
     }
-    if (n != 0 && deliver(f, p, b, n) && inorder)
+    if (deliver(f, p, b, n) && inorder)
         f->peers[p].tx_seq += (uint32_t)i;
 }
 

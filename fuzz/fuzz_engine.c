@@ -259,28 +259,20 @@ static void take_token(fe *f, uint64_t tok, int policy, int fail)
         fe_opdone(f, tok, policy == 2 ? fail : 0);
 }
 
-/* A train the engine sent: EAGERs its decoder takes, back to back, MORE on
- * all but the last, the last ending the packet. Returns the first one's
- * length. */
+/* A train the engine sent: its shape whole (wire_train_check) and its
+ * first message one the decoder takes. Returns the first one's length. */
 static size_t check_train(const uint8_t *b, size_t n)
 {
-    size_t off = 0, first = 0;
-    for (;;) {
-        wire_hdr h;
-        if (n - off < WIRE_ENV_LEN || wire_get64(b + off + 24) > n - off - WIRE_ENV_LEN)
-            fz_fail("the engine sent a train cut short (%zu of %zu bytes)", off, n);
-        size_t el = WIRE_ENV_LEN + (size_t)wire_get64(b + off + 24);
-        if (wire_decode_train(b + off, el, &h) < 0 || h.type != QUAY_PKT_EAGER)
-            fz_fail("the engine sent a train its decoder refuses (at %zu of %zu)", off, n);
-        if (first == 0)
-            first = el;
-        off += el;
-        if (!(h.flags & WIRE_F_MORE)) {
-            if (off != n)
-                fz_fail("the engine sent a train with %zu bytes after its last", n - off);
-            return first;
-        }
-    }
+    wire_hdr h;
+    if (wire_train_check(b, n) < 2)
+        fz_fail("the engine sent a malformed train (%zu bytes)", n);
+    size_t first = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
+    if (wire_decode_train(b, first, &h) < 0 || h.type != QUAY_PKT_EAGER)
+        fz_fail("the engine sent a train whose first message its decoder refuses");
+    for (size_t off = first; off < n; off += WIRE_PIECE_LEN + wire_get32(b + off + 4))
+        if ((int32_t)wire_get32(b + off) < 0)
+            fz_fail("the engine sent a train piece with a negative tag");
+    return first;
 }
 
 static void record_send(fe *f, const quay_action *a, int policy)

@@ -2,10 +2,12 @@
  * test_train.c — coalesced inline sends ("trains", inline.c / engine.c).
  *
  * quay_send_inline appends a message to the inline queue's last packet
- * when it goes to the same peer and has not been pulled: one SEND whose
- * iov[1] holds the second and later messages, each a whole EAGER with
- * WIRE_F_MORE on all but the last. Checked here: the packet's shape and
- * bounds (QUAY_TRAIN_MAX, max_packet, peer changes, QUAY_CFG_NO_COALESCE),
+ * when it goes to the same peer on the same communicator and has not been
+ * pulled: one SEND whose iov[0] is the first message (an EAGER flagged
+ * WIRE_F_MORE) and iov[1] the pieces behind it (tag, length, payload;
+ * numbers and envelope implied). Checked here: the packet's shape and
+ * bounds (QUAY_TRAIN_MAX, max_packet, peer and communicator changes,
+ * QUAY_CFG_NO_COALESCE),
  * delivery to posted, late, wildcard and truncating receives, trains
  * reordered on the wire, a train answered QUAY_EAGAIN and offered again
  * (no message taken twice, none lost), malformed trains (rejected whole,
@@ -31,23 +33,28 @@ static int npkts(int from, int to)
     return n;
 }
 
-/* The messages of packet bytes[0..len): their count; the sequence number
- * and flags of each in seq[] / flags[] (up to 64). */
-static int train_walk(const uint8_t *b, size_t len, uint32_t *seq, uint16_t *flags)
+/* The messages of train bytes[0..len), read here independently of
+ * wire_train_check: their count (-1 if the pieces do not end the packet);
+ * the number and tag of each in seq[] / tag[] (up to 64). */
+static int train_walk(const uint8_t *b, size_t len, uint32_t *seq, int32_t *tag)
 {
-    int n = 0;
-    size_t off = 0;
-    while (off + WIRE_ENV_LEN <= len && n < 64) {
-        seq[n] = wire_get32(b + off + 4);
-        flags[n] = wire_get16(b + off + 2);
-        off += WIRE_ENV_LEN + (size_t)wire_get64(b + off + 24);
+    if (len < WIRE_ENV_LEN)
+        return -1;
+    seq[0] = wire_get32(b + 4);
+    tag[0] = (int32_t)wire_get32(b + 16);
+    size_t off = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
+    int n = 1;
+    while (off + WIRE_PIECE_LEN <= len && n < 64) {
+        seq[n] = seq[0] + (uint32_t)n;
+        tag[n] = (int32_t)wire_get32(b + off);
+        off += WIRE_PIECE_LEN + wire_get32(b + off + 4);
         n++;
     }
     return off == len ? n : -1;
 }
 
-/* The SEND of three messages: one action, iov[0] the first message,
- * iov[1] the other two; MORE on all but the last; consecutive numbers;
+/* The SEND of four messages: one action, iov[0] the first message
+ * (flagged MORE), iov[1] the other three as pieces; consecutive numbers;
  * one op_done returns everything. */
 static void t_shape(void)
 {
@@ -68,7 +75,7 @@ static void t_shape(void)
     is_int(act.peer, 1);
     is_int(act.iovcnt, 2);
     is_size(act.iov[0].len, 32 + 8);
-    is_size(act.iov[1].len, (32 + 64) + 32 + (32 + 3));
+    is_size(act.iov[1].len, (8 + 64) + 8 + (8 + 3));
     quay_action none;
     is_int(quay_next_action(T.e[0], &none), 0);
     uint8_t pkt[512];
@@ -76,11 +83,13 @@ static void t_shape(void)
     memcpy(pkt, act.iov[0].base, act.iov[0].len);
     memcpy(pkt + act.iov[0].len, act.iov[1].base, act.iov[1].len);
     uint32_t seq[64];
-    uint16_t fl[64];
-    is_int(train_walk(pkt, len, seq, fl), 4);
+    int32_t tag[64];
+    is_int(train_walk(pkt, len, seq, tag), 4);
+    is_int(wire_get16(pkt + 2), WIRE_F_MORE);
+    is_int(wire_train_check(pkt, len), 4);
     for (int i = 0; i < 4; i++) {
         is_int(seq[i], (uint32_t)i);
-        is_int(fl[i], i < 3 ? WIRE_F_MORE : 0);
+        is_int(tag[i], i + 1);
     }
     /* receives posted for two, the others late */
     uint8_t ra[8], rb[64], rc[3];
@@ -105,9 +114,10 @@ static void t_shape(void)
     tn_fini(&T);
 }
 
-/* Bounds: only the queue's tail to the same peer grows; a train stops at
- * max_packet (testnet: 68 + 256) and at QUAY_TRAIN_MAX; a pulled packet
- * takes no more; QUAY_CFG_NO_COALESCE: one packet per send. */
+/* Bounds: only the queue's tail to the same peer on the same
+ * communicator grows; a train stops at max_packet (testnet: 68 + 256) and
+ * at QUAY_TRAIN_MAX; a pulled packet takes no more; QUAY_CFG_NO_COALESCE:
+ * one packet per send. */
 static void t_bounds(void)
 {
     tn_init(&T, 3, NULL);
@@ -122,16 +132,42 @@ static void t_bounds(void)
     /* pulled: the next send starts a new packet */
     is_int(quay_send_inline(T.e[0], T.world[0], v, 8, 1, 5), 0);
     is_int(tn_pull(&T, 0), 1);
-    /* 96-byte messages: max_packet 324 takes three per packet */
+    /* 64-byte payloads (96 bytes as a first message, 72 as a piece):
+     * max_packet 324 takes four per packet (312 bytes) */
     for (int i = 0; i < 7; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], v, 64, 2, 10 + i), 0);
     int before = T.nq;
-    is_int(tn_pull(&T, 0), 3);
+    is_int(tn_pull(&T, 0), 2);
     for (int i = before; i < T.nq; i++)
         ok(T.q[i].len <= 324);
-    is_size(T.q[before].len, 3 * 96);
-    is_size(T.q[before + 2].len, 96);
+    is_size(T.q[before].len, 96 + 3 * 72);
+    is_size(T.q[before + 1].len, 96 + 2 * 72);
+    /* another communicator to the same peer: a packet of its own (a
+     * piece carries the first message's context), then the world's again */
+    quay_comm *dup[3];
+    for (int r = 0; r < 3; r++)
+        is_int(quay_comm_create(T.e[r], 77, 3, NULL, &dup[r]), 0);
+    is_int(quay_send_inline(T.e[0], T.world[0], v, 8, 1, 20), 0);
+    is_int(quay_send_inline(T.e[0], dup[0], v, 8, 1, 21), 0);
+    is_int(quay_send_inline(T.e[0], dup[0], v, 8, 1, 22), 0);
+    is_int(quay_send_inline(T.e[0], T.world[0], v, 8, 1, 23), 0);
+    before = T.nq;
+    is_int(tn_pull(&T, 0), 3);
+    is_size(T.q[before].len, 40);
+    is_size(T.q[before + 1].len, 40 + 16);
+    is_size(T.q[before + 2].len, 40);
     tn_pump(&T);
+    {
+        quay_req *r21, *r22;
+        uint8_t rb[8];
+        is_int(quay_irecv(T.e[1], dup[1], rb, 8, 0, 21, &r21), 0);
+        is_int(quay_irecv(T.e[1], dup[1], rb, 8, 0, 22, &r22), 0);
+        ok(tn_good(r21, 8) && tn_good(r22, 8));
+        quay_req_free(T.e[1], r21);
+        quay_req_free(T.e[1], r22);
+    }
+    for (int r = 0; r < 3; r++)
+        is_int(quay_comm_free(T.e[r], dup[r]), 0);
     int got = 0;
     for (int k = 1; k <= 2; k++)
         for (;;) {
@@ -147,21 +183,21 @@ static void t_bounds(void)
             quay_req_free(T.e[k], r);
             got++;
         }
-    is_int(got, 13);
+    is_int(got, 15);
     tn_check_clean(&T);
     tn_fini(&T);
 
-    /* QUAY_TRAIN_MAX with a large max_packet: 10 messages of 96 bytes */
+    /* QUAY_TRAIN_MAX with a large max_packet: 13 messages of 64 bytes
+     * (96 + 12 * 72 = 960; a 14th would make 1,032) */
     quay_config cfg;
     tn_config(&cfg, 0, 2);
     cfg.eager_max = 4096;
     tn_init(&T, 2, &cfg);
     for (int i = 0; i < 25; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], v, 64, 1, i), 0);
-    is_int(tn_pull(&T, 0), 3);
-    is_size(T.q[0].len, 10 * 96);
-    is_size(T.q[1].len, 10 * 96);
-    is_size(T.q[2].len, 5 * 96);
+    is_int(tn_pull(&T, 0), 2);
+    is_size(T.q[0].len, 96 + 12 * 72);
+    is_size(T.q[1].len, 96 + 11 * 72);
     ok(T.q[0].len <= QUAY_TRAIN_MAX);
     tn_fini(&T);
 
@@ -304,21 +340,23 @@ static void t_eagain(void)
     }
 }
 
-/* Build a train of n 4-byte messages (tags 0..n-1, seq from seq0) into b. */
-static size_t make_train(uint8_t *b, int n, uint32_t seq0)
+/* Build a train of n 4-byte messages of context ctx (tags 0..n-1, seq
+ * from seq0) into b: 36 bytes for the first, 12 for each piece. */
+static size_t make_train(uint8_t *b, int n, uint32_t seq0, uint32_t ctx)
 {
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        wire_encode_env(b + off, QUAY_PKT_EAGER, i < n - 1 ? WIRE_F_MORE : 0, seq0 + (uint32_t)i,
-                        0, 0, i, 0, 4);
-        memset(b + off + WIRE_ENV_LEN, 0x40 + i, 4);
-        off += WIRE_ENV_LEN + 4;
+    wire_encode_env(b, QUAY_PKT_EAGER, WIRE_F_MORE, seq0, ctx, 0, 0, 0, 4);
+    memset(b + WIRE_ENV_LEN, 0x40, 4);
+    size_t off = WIRE_ENV_LEN + 4;
+    for (int i = 1; i < n; i++) {
+        wire_encode_piece(b + off, i, 4);
+        memset(b + off + WIRE_PIECE_LEN, 0x40 + i, 4);
+        off += WIRE_PIECE_LEN + 4;
     }
     return off;
 }
 
 /* Malformed trains are rejected whole (QUAY_EPROTO) and take nothing;
- * the engine goes on. */
+ * a piece with a negative tag is rejected alone; the engine goes on. */
 static void t_malformed(void)
 {
     tn_init(&T, 2, NULL);
@@ -329,39 +367,36 @@ static void t_malformed(void)
     uint32_t ctx = wire_get32(T.q[0].bytes + 8);
     is_int(tn_deliver(&T, 0), 0); /* seq 0 taken (unexpected) */
     uint8_t good[256], bad[256];
-    size_t n = make_train(good, 3, 1);
-    for (size_t off = 0; off < n; off += 36)
-        wire_put32(good + off + 8, ctx);
-    struct {
-        const char *what;
-        size_t len;
-        void (*mutate)(uint8_t *b);
-    } cases[] = {
-        {"last carries MORE", 0, NULL},
-        {"a length past the end", 0, NULL},
-        {"bytes after the last", 0, NULL},
-        {"an RTS inside", 0, NULL},
-        {"wrong version inside", 0, NULL},
-        {"cut inside a header", 0, NULL},
-        {"longer than max_packet", 0, NULL},
+    size_t n = make_train(good, 3, 1, ctx); /* 36 + 12 + 12 */
+    is_size(n, 60);
+    static const char *const cases[] = {
+        "the first message's length past the end",
+        "the first message's length leaving no piece",
+        "a piece's length past the end",
+        "bytes after the last piece",
+        "the first message an RTS",
+        "wrong version",
+        "cut inside a piece's header",
+        "longer than max_packet",
     };
     int ncases = (int)(sizeof cases / sizeof cases[0]);
     for (int k = 0; k < ncases; k++) {
         memcpy(bad, good, n);
         size_t len = n;
         switch (k) {
-        case 0: wire_put16(bad + 72 + 2, WIRE_F_MORE); break;
-        case 1: wire_put64(bad + 36 + 24, 200); break;
-        case 2: bad[len++] = 0; break;
-        case 3: bad[36 + 1] = QUAY_PKT_RTS; break;
-        case 4: bad[36] = WIRE_VERSION + 1; break;
-        case 5: len = 36 + 20; break;
-        case 6: len = 400; break;
+        case 0: wire_put64(bad + 24, 200); break;
+        case 1: wire_put64(bad + 24, n - WIRE_ENV_LEN); break;
+        case 2: wire_put32(bad + 36 + 4, 13); break;
+        case 3: bad[len++] = 0; break;
+        case 4: bad[1] = QUAY_PKT_RTS; break;
+        case 5: bad[0] = WIRE_VERSION + 1; break;
+        case 6: len = 36 + 12 + 5; break;
+        case 7: len = 400; break;
         }
         uint8_t big[400];
         memset(big, 0, sizeof big);
         memcpy(big, bad, len < n ? len : n);
-        note("%s", cases[k].what);
+        note("%s", cases[k]);
         is_int(quay_on_packet(T.e[1], 0, len > n ? big : bad, len), QUAY_EPROTO);
         quay_stats st;
         quay_engine_stats(T.e[1], &st);
@@ -369,9 +404,7 @@ static void t_malformed(void)
     }
     /* a single EAGER with MORE (nothing behind it) */
     uint8_t one[40];
-    make_train(one, 1, 1);
-    wire_put32(one + 8, ctx);
-    wire_put16(one + 2, WIRE_F_MORE);
+    make_train(one, 1, 1, ctx);
     is_int(quay_on_packet(T.e[1], 0, one, 36), QUAY_EPROTO);
     /* the good train still works */
     is_int(quay_on_packet(T.e[1], 0, good, n), 0);
@@ -385,7 +418,14 @@ static void t_malformed(void)
         ok(tn_done(r, NULL));
         quay_req_free(T.e[1], r);
     }
-    tn_check_clean(&T);
+    /* a piece with a negative tag (seq 5 of 4, 5, 6): rejected alone, as a
+     * packet of its own would be; the message behind it waits for its
+     * number (held), the one before is taken */
+    n = make_train(bad, 3, 4, ctx);
+    wire_put32(bad + 36, 0x80000000u);
+    is_int(quay_on_packet(T.e[1], 0, bad, n), QUAY_EPROTO);
+    quay_engine_stats(T.e[1], &st);
+    is_int(st.umsgs_in_use, 2); /* seq 4 kept, seq 6 held */
     tn_fini(&T);
 
     /* inside a flow-control frame a train is refused (wire_decode: a

@@ -556,12 +556,13 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
  * fatal code. Like MPI's standard send once it has returned, the sender
  * hears nothing more about the message (a peer failing later included).
  *
- * Coalescing: a message to the same peer as the last inline packet still
- * waiting for quay_next_action is appended to that packet (a "train" of
- * messages, each with its own envelope; up to QUAY_TRAIN_MAX bytes and
- * max_packet), so a burst of small sends costs one SEND action, one
- * transport send and one op_done. The train's second and later messages
- * are its SEND's iov[1]. Nothing waits to fill a train: a pull takes what
+ * Coalescing: a message to the same peer, on the same communicator, as
+ * the last inline packet still waiting for quay_next_action is appended to
+ * that packet (a "train": the later messages as 8-byte pieces of tag and
+ * length behind the first message's envelope, docs/wire.md; up to
+ * QUAY_TRAIN_MAX bytes and max_packet), so a burst of small sends costs
+ * one SEND action, one transport send and one op_done. The train's second
+ * and later messages are its SEND's iov[1]. Nothing waits to fill a train: a pull takes what
  * is there. The receiver takes a train as that many packets in a row.
  * QUAY_CFG_NO_COALESCE turns this off.
  */

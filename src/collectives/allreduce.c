@@ -144,12 +144,14 @@ static size_t span(const size_t *disp, int32_t lo, int32_t hi) { return disp[hi]
  * current range on the partner's side of newrank's bit, sends the other
  * half, reduces the kept half; then allgather by recursive doubling in
  * reverse. Ranges are kept as block indices over pof2 blocks. Each
- * round's receive has a tmp region of its own (after the fold's, which
- * takes the first len bytes; the halves add up to less than len more), so
- * every round's receive is posted at the start: a partner's message for a
- * later round matches on arrival instead of waiting in the unexpected
- * room, where with small pools it could hold the room an earlier round's
- * message needs (fuzz/RESULTS.md, bug 23). */
+ * round's receive, of both halves, has a tmp region of its own (after the
+ * fold's, which takes the first len bytes; each half's regions add up to
+ * less than len more), so every round's receive is posted at the start: a
+ * partner's message for a later round matches on arrival instead of
+ * waiting in the unexpected room, where with small pools it could hold the
+ * room an earlier round's message needs (fuzz/RESULTS.md, bug 23). An
+ * allgather round's data belongs where the reduce-scatter round with the
+ * same partner sent from: it is copied there once that send is done. */
 static void rabenseifner(coll_sched *s, size_t count, int in_place)
 {
     size_t es = s->esize, len = count * es;
@@ -161,7 +163,8 @@ static void rabenseifner(coll_sched *s, size_t count, int in_place)
         size_t *cnt, *disp;
         if (blocks(s, count, f.pof2, &cnt, &disp) != 0)
             return;
-        uint32_t sent = cs_join(s); /* every reduce-scatter send */
+        uint32_t rs_snd[32]; /* round k's send, which reads what round
+                                rounds - 1 - k of the allgather brings */
         int32_t lo = 0, hi = f.pof2; /* the range this rank still owns */
         int k = 0;
         for (int32_t half = f.pof2 / 2; half >= 1; half /= 2, k++) {
@@ -180,35 +183,41 @@ static void rabenseifner(coll_sched *s, size_t count, int in_place)
             cs_dep(s, last, snd);
             cs_dep(s, rcv, red);
             cs_dep(s, last, red); /* the kept half was reduced last round */
-            cs_dep(s, snd, sent);
+            rs_snd[k] = snd;
             last = red;
             lo = rlo;
             hi = rhi;
             region += rlen;
         }
-        sched_tmp(s, region);
-        /* Allgather: undo the halvings, last first. Receives land where the
-         * reduce-scatter's sends read. */
-        cs_dep(s, last, sent);
-        last = sent;
-        int kk = 0;
+        /* Allgather: undo the halvings, last first. Round kk's partner is
+         * reduce-scatter round rounds - 1 - kk's, and sends the range this
+         * rank sent it then: received into a region of its own (so posted at
+         * the start), copied into place once that send no longer reads it.
+         * (Received in place, the receives had to wait for the sends, and
+         * a partner already in the allgather had its messages kept as
+         * unexpected meanwhile.) */
+        int rounds = k, kk = 0;
         for (int32_t half = 1; half < f.pof2; half *= 2, kk++) {
             int32_t partner = f.newrank ^ half;
             int32_t size = hi - lo;
             int32_t plo = f.newrank < partner ? hi : lo - size;
             int32_t dst = real_of(&f, partner);
+            size_t plen = span(disp, plo, plo + size) * es;
             uint32_t snd = cs_send(s, dst, CB_RECV, disp[lo] * es, span(disp, lo, hi) * es,
                                    ROUND_TAG2(kk));
-            uint32_t rcv = cs_recv(s, dst, CB_RECV, disp[plo] * es,
-                                   span(disp, plo, plo + size) * es, ROUND_TAG2(kk));
+            uint32_t rcv = cs_recv(s, dst, CB_TMP, region, plen, ROUND_TAG2(kk));
+            uint32_t cp = cs_copy(s, CB_RECV, disp[plo] * es, CB_TMP, region, plen);
             cs_dep(s, last, snd);
-            cs_dep(s, sent, rcv);
-            last = cs_after(s, last, rcv); /* the next send has all of it */
+            cs_dep(s, rcv, cp);
+            cs_dep(s, rs_snd[rounds - 1 - kk], cp);
+            last = cs_after(s, last, cp); /* the next send has all of it */
+            region += plen;
             if (plo < lo)
                 lo = plo;
             else
                 hi = plo + size;
         }
+        sched_tmp(s, region);
         qfree(s->e, cnt);
         qfree(s->e, disp);
     }

@@ -90,10 +90,28 @@ static size_t chunk_off(size_t c, size_t chunk, size_t len)
     return o < len ? o : len;
 }
 
+/* Whether relative rank w holds chunk c after the scatter: the chunks of
+ * its binomial subtree, [w, w + subtree(w)). */
+static int scattered_to(int32_t w, int32_t n, int32_t c)
+{
+    return c >= w && c < w + tree_binomial_subtree(w, n);
+}
+
 /* Binomial scatter of chunks (v gets its subtree's chunks from its
  * parent), then a ring allgather: step j sends chunk v - j to the right
- * and receives chunk v - j - 1 from the left. Sub-tags: 0 scatter, 1 + j
- * ring. */
+ * and receives chunk v - j - 1 from the left, except a chunk the receiver
+ * already has from the scatter, which is neither sent nor received (its
+ * sender forwards it from the scatter's copy). Sub-tags: 0 scatter, 1 + j
+ * ring.
+ *
+ * So the ring writes only chunks outside this rank's subtree, which no
+ * scatter step here reads or writes, and every ring receive is posted at
+ * the start: a left neighbour that is steps ahead is matched on arrival.
+ * (The ring used to receive its subtree's chunks again too, over the
+ * scatter's sends, so all its receives waited for the scatter; early
+ * ring messages then sat in the unexpected room, and with small pools
+ * two ranks' rooms held each other's early messages while each one's
+ * scatter send waited behind a refused message: a livelock.) */
 static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
 {
     int32_t n = s->size, v = (s->rank - root + n) % n, kids[32];
@@ -105,30 +123,27 @@ static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
         size_t hi = chunk_off((size_t)v + (size_t)tree_binomial_subtree(v, n), chunk, len);
         got = cs_recv(s, real_rank(s, parent, root), CB_RECV, lo, hi - lo, 0);
     }
-    /* The ring writes chunks the scatter may still be sending from. */
-    uint32_t scattered = cs_join(s);
-    cs_dep(s, got, scattered);
     int nk = tree_binomial_children(v, n, kids, 32);
     for (int k = 0; k < nk; k++) {
         size_t lo = chunk_off((size_t)kids[k], chunk, len);
         size_t hi = chunk_off((size_t)kids[k] + (size_t)tree_binomial_subtree(kids[k], n),
                               chunk, len);
-        uint32_t snd = cs_send(s, real_rank(s, kids[k], root), CB_RECV, lo, hi - lo, 0);
-        cs_dep(s, got, snd);
-        cs_dep(s, snd, scattered);
+        cs_dep(s, got, cs_send(s, real_rank(s, kids[k], root), CB_RECV, lo, hi - lo, 0));
     }
-    int32_t right = real_rank(s, (v + 1) % n, root), left = real_rank(s, (v + n - 1) % n, root);
-    uint32_t prev = got; /* sending only reads: the scatter's sends may go on */
+    int32_t w = (v + 1) % n; /* the right neighbour, relative */
+    int32_t right = real_rank(s, w, root), left = real_rank(s, (v + n - 1) % n, root);
+    uint32_t prev = got; /* what chunk v - j is in after (sending only reads) */
     for (int32_t j = 0; j < n - 1; j++) {
-        size_t cs = (size_t)((v - j + n) % n), cr = (size_t)((v - j - 1 + 2 * n) % n);
-        size_t so = chunk_off(cs, chunk, len), ro = chunk_off(cr, chunk, len);
-        uint32_t snd = cs_send(s, right, CB_RECV, so, chunk_off(cs + 1, chunk, len) - so,
-                               1 + (uint32_t)j);
-        uint32_t rcv = cs_recv(s, left, CB_RECV, ro, chunk_off(cr + 1, chunk, len) - ro,
-                               1 + (uint32_t)j);
-        cs_dep(s, prev, snd);
-        cs_dep(s, scattered, rcv);
-        prev = rcv;
+        int32_t cs = (v - j + n) % n, cr = (v - j - 1 + 2 * n) % n;
+        size_t so = chunk_off((size_t)cs, chunk, len), ro = chunk_off((size_t)cr, chunk, len);
+        if (!scattered_to(w, n, cs))
+            cs_dep(s, prev, cs_send(s, right, CB_RECV, so,
+                                    chunk_off((size_t)cs + 1, chunk, len) - so, 1 + (uint32_t)j));
+        if (scattered_to(v, n, cr))
+            prev = got;
+        else
+            prev = cs_recv(s, left, CB_RECV, ro, chunk_off((size_t)cr + 1, chunk, len) - ro,
+                           1 + (uint32_t)j);
     }
 }
 

@@ -11,21 +11,6 @@
 #include "engine/match_fast.h"
 #include "engine/payload.h"
 
-/* A small payload (8 to 16 bytes: two overlapping words) without a
- * library call; the rest through memcpy. */
-static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
-{
-    if (n >= 8 && n <= 16) {
-        uint64_t a, z;
-        memcpy(&a, src, 8);
-        memcpy(&z, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy((uint8_t *)dst + n - 8, &z, 8);
-        return;
-    }
-    memcpy(dst, src, n);
-}
-
 /*
  * The hot path's other half: the message of eager_arrival (in its turn,
  * standard mode, checked) meets no posted receive. On a user communicator
@@ -36,8 +21,8 @@ static inline void copy_payload(void *dst, const uint8_t *src, size_t n)
  * path decides (nothing is changed before the decision).
  */
 static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_comm *c,
-                                         const uint8_t *b, int32_t peer, int32_t src,
-                                         int32_t tag, uint64_t mlen)
+                                         const uint8_t *payload, const uint8_t *env,
+                                         int32_t peer, int32_t src, int32_t tag, uint64_t mlen)
 {
     umsg *m = e->msg_free;
     if (m == NULL || c->internal || e->m.oracle != NULL || mlen > UPAY_SLOT ||
@@ -48,7 +33,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
         d = upay_get(e);
         if (d == NULL)
             return EAGER_NOT_FAST;
-        copy_payload(d, b + WIRE_ENV_LEN, (size_t)mlen);
+        copy_payload(d, payload, (size_t)mlen);
         ubytes_add(e, (size_t)mlen);
     }
     e->msg_free = (umsg *)m->blink.next;
@@ -61,7 +46,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
     m->src = src;
     m->tag = tag;
     m->seq = ps->rx_seq++;
-    m->sreq = wire_get32(b + 20);
+    m->sreq = env != NULL ? wire_get32(env + 20) : 0; /* (a piece: none) */
     m->target = 0;
     m->len = mlen;
     m->key = 0;
@@ -95,38 +80,20 @@ typedef struct arrival_memo {
 } arrival_memo;
 
 /*
- * The small-message hot path [DESIGN §9]: an in-order, standard-mode EAGER
- * whose receive is already posted. Decodes only what matching needs
- * straight from the bytes (the same checks wire_decode makes), matches
- * through the same facade (so the oracle check still applies), copies,
- * completes; with no posted receive, eager_keep keeps it. Anything else
- * — held packets pending, flags, unknown context — takes the general
- * path, which re-reads the packet from scratch; nothing is changed before
- * the decision.
- * `flags_ok` (a constant at every call): 0 for a packet on its own;
- * WIRE_F_MORE for a message of a train whose shape train_check has
- * passed (version, type, its length within the train, the train within
- * max_packet), so only what that check leaves is checked here.
+ * The small-message hot path [DESIGN §9], once the message is known to be
+ * the peer's next (nothing held), standard mode, its envelope well formed
+ * (source and tag not negative) and its communicator c found: matches
+ * through the same facade as the general path (so the oracle check still
+ * applies), copies, completes; with no posted receive, eager_keep keeps
+ * it. The payload is mlen bytes at `payload`; env is the message's EAGER
+ * envelope (the sender's request id is read from it only if the message
+ * is kept), NULL for a train's piece (which has none).
  */
-static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
-                                            size_t len, uint16_t flags_ok, arrival_memo *memo)
+static QUAY_ALWAYS_INLINE int eager_take(quay_engine *e, peer_state *ps, quay_comm *c,
+                                         int32_t peer, int32_t src, int32_t tag,
+                                         const uint8_t *env, const uint8_t *payload,
+                                         uint64_t mlen, arrival_memo *memo)
 {
-    if (flags_ok == 0 ? len < WIRE_ENV_LEN || b[0] != WIRE_VERSION ||
-                            b[1] != QUAY_PKT_EAGER || wire_get16(b + 2) != 0
-                      : (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
-        return EAGER_NOT_FAST;
-    peer_state *ps = &e->peers[peer];
-    if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)
-        return EAGER_NOT_FAST;
-    int32_t src = (int32_t)wire_get32(b + 12);
-    int32_t tag = (int32_t)wire_get32(b + 16);
-    uint64_t mlen = wire_get64(b + 24);
-    if (src < 0 || tag < 0 ||
-        (flags_ok == 0 && (mlen != len - WIRE_ENV_LEN || len > e->cfg.max_packet)))
-        return QUAY_EPROTO;
-    quay_comm *c = comm_lookup(e, wire_get32(b + 8));
-    if (c == NULL)
-        return EAGER_NOT_FAST;
     quay_req *r;
     int exact = 1; /* the commonest case, match.c's work inline: no
                       wildcard can be older, nothing else to keep in step */
@@ -148,7 +115,7 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
         r = match_find_posted(e, c, src, tag);
     }
     if (r == NULL)
-        return eager_keep(e, ps, c, b, peer, src, tag, mlen);
+        return eager_keep(e, ps, c, payload, env, peer, src, tag, mlen);
     if (exact) {
         ql_remove(&r->link);
         if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
@@ -172,10 +139,64 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
         r->status.error = QUAY_ETRUNCATE;
     }
     if (n != 0)
-        copy_payload(r->u.rbuf, b + WIRE_ENV_LEN, n);
+        copy_payload(r->u.rbuf, payload, n);
     r->status.count = n;
     req_complete(e, r);
     return 0;
+}
+
+/*
+ * An EAGER on the hot path: in order, standard mode, a receive posted or
+ * room to keep it (eager_take). Decodes only what matching needs straight
+ * from the bytes (the same checks wire_decode makes). Anything else —
+ * held packets pending, flags, unknown context — takes the general path,
+ * which re-reads the packet from scratch; nothing is changed before the
+ * decision.
+ * `flags_ok` (a constant at every call): 0 for a packet on its own;
+ * WIRE_F_MORE for a train's first message, its length within the train
+ * (wire_train_check has passed: version, type, lengths; the train within
+ * max_packet), so only what that check leaves is checked here.
+ */
+static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
+                                            size_t len, uint16_t flags_ok, arrival_memo *memo)
+{
+    if (flags_ok == 0 ? len < WIRE_ENV_LEN || b[0] != WIRE_VERSION ||
+                            b[1] != QUAY_PKT_EAGER || wire_get16(b + 2) != 0
+                      : (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
+        return EAGER_NOT_FAST;
+    peer_state *ps = &e->peers[peer];
+    if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)
+        return EAGER_NOT_FAST;
+    int32_t src = (int32_t)wire_get32(b + 12);
+    int32_t tag = (int32_t)wire_get32(b + 16);
+    uint64_t mlen = wire_get64(b + 24);
+    if (src < 0 || tag < 0 ||
+        (flags_ok == 0 && (mlen != len - WIRE_ENV_LEN || len > e->cfg.max_packet)))
+        return QUAY_EPROTO;
+    quay_comm *c = comm_lookup(e, wire_get32(b + 8));
+    if (c == NULL)
+        return EAGER_NOT_FAST;
+    return eager_take(e, ps, c, peer, src, tag, b, b + WIRE_ENV_LEN, mlen, memo);
+}
+
+/*
+ * A train's piece on the hot path (wire.h: tag, length, payload), the
+ * train's shape checked: message number seq of (c, src) — the first
+ * message's communicator (NULL: not one of ours) and source — from the
+ * peer whose state is ps. As eager_arrival: EAGER_NOT_FAST leaves
+ * everything as it was.
+ */
+static QUAY_ALWAYS_INLINE int eager_piece(quay_engine *e, int32_t peer, peer_state *ps,
+                                          quay_comm *c, uint32_t seq, int32_t src,
+                                          const uint8_t *piece, arrival_memo *memo)
+{
+    if (seq != ps->rx_seq || ps->nheld != 0 || c == NULL)
+        return EAGER_NOT_FAST;
+    int32_t tag = (int32_t)wire_get32(piece);
+    if ((src | tag) < 0)
+        return QUAY_EPROTO;
+    return eager_take(e, ps, c, peer, src, tag, NULL, piece + WIRE_PIECE_LEN,
+                      wire_get32(piece + 4), memo);
 }
 
 #endif

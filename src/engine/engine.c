@@ -134,6 +134,9 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     if (rc == 0)
         rc = train_init(e);
     e->eager_max = c->eager_max;
+    e->inline_lim = !e->inline_plain           ? 0
+                    : c->eager_max < QUAY_INLINE_MAX ? c->eager_max + 1
+                                                     : (size_t)QUAY_INLINE_MAX + 1;
     e->complete_actions = (c->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     *pe = e; /* even on failure: the caller frees it */
     return rc;
@@ -320,30 +323,14 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
 
 /* ---- trains (coalesced inline sends, inline.c) ------------------------------ */
 
-/* The train's shape, before anything is taken: EAGERs back to back, each
- * length within what is left, WIRE_F_MORE on every one but the last, the
- * last ending the packet. */
+/* The train's shape, before anything is taken (wire_train_check), and
+ * the packet within max_packet. */
 static int train_check(const quay_engine *e, const uint8_t *b, size_t len)
 {
     if (len > e->cfg.max_packet)
         return QUAY_EPROTO;
-    size_t off = 0;
-    for (;;) {
-        size_t rem = len - off;
-        const uint8_t *p = b + off;
-        if (rem < WIRE_ENV_LEN || p[0] != WIRE_VERSION || p[1] != QUAY_PKT_EAGER)
-            return QUAY_EPROTO;
-        uint64_t mlen = wire_get64(p + 24);
-        if (mlen > rem - WIRE_ENV_LEN)
-            return QUAY_EPROTO;
-        size_t n = WIRE_ENV_LEN + (size_t)mlen;
-        int more = (wire_get16(p + 2) & WIRE_F_MORE) != 0;
-        if (more == (n == rem))
-            return QUAY_EPROTO; /* more promised and none left, or bytes left over */
-        if (!more)
-            return 0;
-        off += n;
-    }
+    int n = wire_train_check(b, len);
+    return n < 0 ? n : 0;
 }
 
 /* A message of a train offered again (the train was answered QUAY_EAGAIN)
@@ -363,47 +350,72 @@ static int train_taken(const quay_engine *e, int32_t peer, uint32_t seq)
     return 0;
 }
 
+/* What train_arrival does with a message of the train after the fast
+ * path's verdict rc: a message the fast path refused goes the general way
+ * (unless an earlier offer of the train took it); its outcome is traced
+ * and the first rejection kept in *first. Returns 0 to go on, or the code
+ * the train stops with (QUAY_EAGAIN, fatal). The message is seq at
+ * p[0..n): the first (an EAGER) when piece is 0, else a piece of (ctx,
+ * src). */
+static QUAY_ALWAYS_INLINE int train_settle(quay_engine *e, int32_t peer, const uint8_t *p,
+                                           size_t n, int piece, uint32_t seq, uint32_t ctx,
+                                           int32_t src, int rc, arrival_memo *memo, int *first)
+{
+    if (rc == EAGER_NOT_FAST) {
+        /* (The fast path takes only the peer's next number with nothing
+         * held: never one taken before.) */
+        const peer_state *ps = &e->peers[peer];
+        if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
+            return 0;
+        wire_hdr h;
+        int hl = piece ? wire_piece_hdr(p, seq, ctx, src, &h) : wire_decode_train(p, n, &h);
+        rc = hl < 0 ? hl : engine_recv_decoded(e, peer, &h, hl, p, n, NULL);
+        memo->c = NULL; /* (what the general path did may void it) */
+    }
+    if (e->fatal)
+        return e->fatal;
+    if (rc == QUAY_EAGAIN)
+        return rc;
+    if (rc == 0 && e->trace_fn)
+        trace_pkt(e, QUAY_TR_PKT_IN, QUAY_PKT_EAGER, peer, 0, seq, 0);
+    if (rc != 0 && *first == 0)
+        *first = rc;
+    return 0;
+}
+
 /*
  * A train from `peer` (engine without flow control, healthy, peer neither
- * us nor failed): each message taken as a packet of its own, in order.
- * Returns 0 (all taken), QUAY_EAGAIN (one was refused for room: it and the
- * ones behind it were not taken; offered again, the train's messages
- * already taken are recognised by their numbers and skipped), the first
- * rejection's code (the others were still taken), or a fatal code.
+ * us nor failed): each message taken as a packet of its own, in order —
+ * the first as the EAGER it is, each piece as the EAGER it stands for
+ * (wire.h). Returns 0 (all taken), QUAY_EAGAIN (one was refused for room:
+ * it and the ones behind it were not taken; offered again, the train's
+ * messages already taken are recognised by their numbers and skipped),
+ * the first rejection's code (the others were still taken), or a fatal
+ * code.
  */
 static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
 {
     int rc = train_check(e, b, len);
     if (rc != 0)
         return rc;
+    /* what every piece shares with the first message */
+    uint32_t seq = wire_get32(b + 4);
+    uint32_t ctx = wire_get32(b + 8);
+    int32_t src = (int32_t)wire_get32(b + 12);
+    quay_comm *c = comm_lookup(e, ctx);
+    peer_state *ps = &e->peers[peer];
     int first = 0;
     arrival_memo memo = {NULL, 0, 0, NULL};
-    size_t n;
-    for (size_t off = 0; off < len; off += n) {
+    size_t n = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
+    rc = eager_arrival(e, peer, b, n, WIRE_F_MORE, &memo);
+    if ((rc = train_settle(e, peer, b, n, 0, seq, ctx, src, rc, &memo, &first)) != 0)
+        return rc;
+    for (size_t off = n; off < len; off += n) {
         const uint8_t *p = b + off;
-        n = WIRE_ENV_LEN + (size_t)wire_get64(p + 24);
-        /* (The fast path takes only the peer's next number with nothing
-         * held: never one taken before.) */
-        rc = eager_arrival(e, peer, p, n, WIRE_F_MORE, &memo);
-        if (rc == EAGER_NOT_FAST) {
-            uint32_t seq = wire_get32(p + 4);
-            const peer_state *ps = &e->peers[peer];
-            /* (in turn and not blocked: not taken before, no walk) */
-            if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
-                continue;
-            wire_hdr h;
-            int hl = wire_decode_train(p, n, &h);
-            rc = hl < 0 ? hl : engine_recv_decoded(e, peer, &h, hl, p, n, NULL);
-            memo.c = NULL; /* (what the general path did may void it) */
-        }
-        if (e->fatal)
-            return e->fatal;
-        if (rc == QUAY_EAGAIN)
+        n = WIRE_PIECE_LEN + (size_t)wire_get32(p + 4);
+        rc = eager_piece(e, peer, ps, c, ++seq, src, p, &memo);
+        if ((rc = train_settle(e, peer, p, n, 1, seq, ctx, src, rc, &memo, &first)) != 0)
             return rc;
-        if (rc == 0 && e->trace_fn)
-            trace_pkt(e, QUAY_TR_PKT_IN, QUAY_PKT_EAGER, peer, 0, wire_get32(p + 4), 0);
-        if (rc != 0 && first == 0)
-            first = rc;
     }
     return first;
 }

@@ -11,13 +11,15 @@
  * (flow control's channel, RTR numbering, arbitration, multi-send) answer
  * QUAY_EBUSY and the caller posts with quay_isend.
  *
- * Coalescing: a send to the peer of the inline queue's last packet, while
- * that packet still waits for a pull, is appended to it as one more EAGER
- * (the previous one gets WIRE_F_MORE) in a buffer of the train pool, which
- * the SEND hands out as its payload iovec. Order is unchanged (the train
- * is the queue's tail, its sequence numbers consecutive); the receiver
- * splits it (engine.c) and takes each message as a packet of its own.
- * Nothing waits to fill a train: a pull takes it as it is.
+ * Coalescing: a send on the communicator and to the peer of the inline
+ * queue's last packet, while that packet still waits for a pull, is
+ * appended to it as a piece (tag, length, payload: 8 bytes of header
+ * where a packet of its own has 32; the first message gets WIRE_F_MORE)
+ * in a buffer of the train pool, which the SEND hands out as its payload
+ * iovec. Order is unchanged (the train is the queue's tail, its numbers
+ * consecutive: a piece's is implied); the receiver splits it (engine.c)
+ * and takes each message as a packet of its own. Nothing waits to fill a
+ * train: a pull takes it as it is.
  */
 #include "engine/inline_fast.h"
 
@@ -63,14 +65,27 @@ static inline int inline_args_ok(const quay_engine *e, const quay_comm *c, const
            tag >= 0 && dst >= 0 && dst < c->size;
 }
 
-int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,
-                     int32_t dst, int32_t tag)
+/* quay_send_inline but for its leaf path. */
+static QUAY_NOINLINE int send_inline_any(quay_engine *e, quay_comm *c, const void *buf,
+                                         size_t len, int32_t dst, int32_t tag)
 {
     int rc;
     if (!inline_args_ok(e, c, buf, len, dst, tag) ||
         (rc = inline_take(e, c, buf, len, dst, tag)) == INLINE_NOT_HERE)
         return send_inline_slow(e, c, buf, len, dst, tag);
     return rc;
+}
+
+int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,
+                     int32_t dst, int32_t tag)
+{
+    /* The small-message hot path [DESIGN §9]: one more message behind
+     * the train waiting for a pull, on a path that calls nothing (so
+     * sets up no frame); anything else, from the start, out of line. */
+    if (e != NULL && e->inq_tail != NULL && inline_args_ok(e, c, buf, len, dst, tag) &&
+        inline_append_small(e, c, buf, len, dst, tag) == 0)
+        return 0;
+    return send_inline_any(e, c, buf, len, dst, tag);
 }
 
 /* The arguments' errors in quay_isend's order, then why not inline. */

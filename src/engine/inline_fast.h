@@ -10,32 +10,36 @@
 #include "engine/internal.h"
 #include "engine/wire.h"
 
-/* Append the message to o, the queue's tail packet to the same peer: 0, or
- * -1 if it does not fit (no train buffer, or no room left). */
+/* Append the message to o, the queue's tail packet to the same peer, as a
+ * train's piece: 0, or -1 if it cannot go there (another communicator, a
+ * number between, no train buffer, no room left). `small` (a constant):
+ * len is at most 16, copied with no call. */
 static QUAY_ALWAYS_INLINE int train_append(quay_engine *e, qout *o, const quay_comm *c,
                                            const void *buf, size_t len, int32_t tag,
-                                           int32_t peer)
+                                           peer_state *ps, int small)
 {
-    size_t need = WIRE_ENV_LEN + len;
-    if (o->hdr_len + o->payload_len + need > e->train_limit)
+    size_t need = WIRE_PIECE_LEN + len;
+    uint8_t *first = OUT_HDR(o);
+    /* a piece is numbered one after the message before it, and has the
+     * first one's context (so source) */
+    if (o->hdr_len + o->payload_len + need > e->train_limit ||
+        o->seq + 1u + o->train_n != ps->tx_seq || wire_get32(first + 8) != c->ctx)
         return -1;
-    uint8_t *last;
-    if (o->train != NULL) {
-        last = o->train + o->train_last;
-    } else {
+    if (o->train == NULL) {
         if (e->ntrain_free == 0 || e->train_mem == NULL)
             return -1;
         o->train = e->train_free[--e->ntrain_free];
         o->payload = o->train;
-        last = OUT_HDR(o);
+        wire_put16(first + 2, WIRE_F_MORE); /* it heads a train now */
     }
-    wire_put16(last + 2, (uint16_t)(wire_get16(last + 2) | WIRE_F_MORE));
     uint8_t *h = o->train + o->payload_len;
-    uint32_t seq = e->peers[peer].tx_seq++;
-    wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
-    if (len != 0)
-        memcpy(h + WIRE_ENV_LEN, buf, len);
-    o->train_last = (uint16_t)o->payload_len;
+    ps->tx_seq++;
+    wire_encode_piece(h, tag, (uint32_t)len);
+    if (small)
+        copy_small(h + WIRE_PIECE_LEN, buf, len);
+    else if (len != 0)
+        copy_payload(h + WIRE_PIECE_LEN, buf, len);
+    o->train_n++;
     o->payload_len += need;
     return 0;
 }
@@ -50,32 +54,51 @@ static QUAY_ALWAYS_INLINE int inline_take(quay_engine *e, quay_comm *c, const vo
 {
     /* (inline_plain: no flow control, so no descriptor is reserved and a
      * free one is one on the free list) */
-    if (len > QUAY_INLINE_MAX || len > e->eager_max || !e->inline_plain || !ql_empty(&e->txq))
+    if (len >= e->inline_lim || !ql_empty(&e->txq))
         return INLINE_NOT_HERE;
     int32_t peer = comm_world(c, dst);
     if (peer == e->rank || (e->nfailed != 0 && e->peers[peer].failed))
         return INLINE_NOT_HERE;
+    peer_state *ps = &e->peers[peer];
     qout *t = e->inq_tail;
-    if (t != NULL && t->peer == peer && train_append(e, t, c, buf, len, tag, peer) == 0)
+    if (t != NULL && t->peer == peer && train_append(e, t, c, buf, len, tag, ps, 0) == 0)
         return 0;
     if (e->out_free == NULL)
         return QUAY_EBUSY;
     qout *o = out_take(e);
-    uint32_t seq = e->peers[peer].tx_seq++;
+    uint32_t seq = ps->tx_seq++;
     o->peer = peer;
     o->pkt = QUAY_PKT_EAGER;
     o->seq = seq;
+    o->train_n = 0;
     uint8_t *h = OUT_HDR(o);
     /* sreq 0: a standard send expects no reply addressed to a request */
     wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
     if (len != 0)
-        memcpy(h + WIRE_ENV_LEN, buf, len);
+        copy_payload(h + WIRE_ENV_LEN, buf, len);
     o->hdr_len = (uint16_t)(WIRE_ENV_LEN + len);
     if (e->inq_tail != NULL)
         e->inq_tail->next = o;
     else
         e->inq_head = o;
     e->inq_tail = o;
+    return 0;
+}
+
+/* The commonest send of a burst, its arguments valid: a message of up to
+ * 16 bytes appended to the train still waiting for a pull (0), with no
+ * call on the way; INLINE_NOT_HERE for anything else (nothing changed).
+ * The tail's peer is never this rank (inline_take sends none to itself). */
+static QUAY_ALWAYS_INLINE int inline_append_small(quay_engine *e, const quay_comm *c,
+                                                  const void *buf, size_t len, int32_t dst,
+                                                  int32_t tag)
+{
+    qout *t = e->inq_tail;
+    if (len > 16 || len >= e->inline_lim || t == NULL || !ql_empty(&e->txq) || e->nfailed != 0)
+        return INLINE_NOT_HERE;
+    int32_t peer = comm_world(c, dst);
+    if (t->peer != peer || train_append(e, t, c, buf, len, tag, &e->peers[peer], 1) != 0)
+        return INLINE_NOT_HERE;
     return 0;
 }
 

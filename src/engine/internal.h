@@ -342,11 +342,11 @@ typedef struct qout {
     /* RDMA actions: the peer's key and offset (payload is the local side) */
     uint64_t rkey;
     uint64_t roff;
-    /* quay_send_inline's train (inline.c): the messages coalesced behind
-     * the first, in a buffer of the engine's train pool, sent as the
-     * payload iovec; train_last is the offset of the last one's header */
+    /* quay_send_inline's train (inline.c): the pieces coalesced behind
+     * the first message, in a buffer of the engine's train pool, sent as
+     * the payload iovec; train_n of them */
     uint8_t *train;
-    uint16_t train_last;
+    uint16_t train_n;
     /* channel frame, then the engine header at OUT_HDR(o); an inline
      * send's payload right behind its header (one iovec) */
     uint8_t hdr[CHAN_FRAME_LEN + QOUT_HDR_MAX];
@@ -464,6 +464,9 @@ struct quay_engine {
     int32_t nranks;
     quay_trace_fn trace_fn;
     size_t eager_max;    /* cfg.eager_max, here for the hot path */
+    size_t inline_lim;   /* quay_send_inline takes fewer bytes than this:
+                            min(QUAY_INLINE_MAX, eager_max) + 1, or 0
+                            without inline_plain (one compare says both) */
     uint8_t complete_actions; /* cfg.flags & QUAY_CFG_COMPLETE_ACTIONS */
 
     quay_req *reqs;
@@ -644,6 +647,48 @@ static inline void req_set_state(quay_engine *e, quay_req *r, int to)
     if (e->trace_fn)
         trace_state(e, r, to);
     r->state = (uint8_t)to;
+}
+
+/* A payload copy on a hot path: 8 to 16 bytes (two overlapping words)
+ * without a library call; the rest through memcpy. */
+static QUAY_ALWAYS_INLINE void copy_payload(void *dst, const void *src, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a, z;
+        memcpy(&a, src, 8);
+        memcpy(&z, (const uint8_t *)src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy((uint8_t *)dst + n - 8, &z, 8);
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
+/* A payload of at most 16 bytes copied with no library call, so a path
+ * that copies it may stay a leaf (no frame to set up): two overlapping
+ * words, halves or bytes. */
+static QUAY_ALWAYS_INLINE void copy_small(void *dst, const void *src, size_t n)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    if (n >= 8) {
+        uint64_t a, z;
+        memcpy(&a, s, 8);
+        memcpy(&z, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &z, 8);
+    } else if (n >= 4) {
+        uint32_t a, z;
+        memcpy(&a, s, 4);
+        memcpy(&z, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &z, 4);
+    } else if (n != 0) {
+        uint8_t a = s[0], m = s[n / 2], z = s[n - 1];
+        d[0] = a;
+        d[n / 2] = m;
+        d[n - 1] = z;
+    }
 }
 
 /* ---- requests (request.c) ---------------------------------------------- */

@@ -668,19 +668,15 @@ static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
     return 0;
 }
 
-/* The oldest quay_send_inline packet (inline.c), header and payload in
- * one piece: queued only while the txq was empty, so it goes first. */
 /* One PKT_OUT per message of an inline packet, a train's included. */
 static QUAY_NOINLINE void trace_inline_out(quay_engine *e, const qout *o)
 {
-    trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq, 0);
-    for (size_t off = 0; off < o->payload_len;) {
-        const uint8_t *h = o->train + off;
-        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, wire_get32(h + 4), 0);
-        off += WIRE_ENV_LEN + (size_t)wire_get64(h + 24);
-    }
+    for (uint32_t i = 0; i <= o->train_n; i++)
+        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq + i, 0);
 }
 
+/* The oldest quay_send_inline packet (inline.c), header and payload in
+ * one piece: queued only while the txq was empty, so it goes first. */
 static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
 {
     qout *o = e->inq_head;

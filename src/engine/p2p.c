@@ -836,9 +836,12 @@ static QUAY_ALWAYS_INLINE int start_engine_ok(const quay_engine *e)
  * of a communicator with no unexpected message). */
 static QUAY_ALWAYS_INLINE int start_recv_fast_ok(const quay_engine *e, const quay_req *r)
 {
-    return req_valid_ptr(e, r) && r->kind == RK_RECV &&
-           (r->flags & (RF_PERSIST | RF_USER_FREED | RF_ON_CQ)) == RF_PERSIST &&
-           r->state == QUAY_RS_DONE && r->nout == 0 && r->rank >= 0 && r->comm->nunexp == 0;
+    /* (a handle of the pool whose state is DONE is live: req_valid_ptr's
+     * test of FREE is implied) */
+    return pool_slot(e->reqs, e->nreqs, sizeof *r, r) && r->state == QUAY_RS_DONE &&
+           r->kind == RK_RECV &&
+           (r->flags & (RF_PERSIST | RF_USER_FREED | RF_ON_CQ)) == RF_PERSIST && r->nout == 0 &&
+           r->rank >= 0 && r->comm->nunexp == 0;
 }
 
 int quay_start(quay_engine *e, quay_req *r)
