@@ -14,6 +14,7 @@
  * nothing taken), a train inside a flow-control frame, the pool of train
  * buffers running out and coming back, a failed peer, and the trace.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/wire.h"
@@ -23,6 +24,27 @@
 #include "testnet.h"
 
 static testnet T;
+static int with_oracle; /* else the fast matcher alone: the lean trains */
+
+/* tn_init / tn_init_each with the oracle alongside or not. */
+static void net_init_each(int n, quay_config *cfg, int each)
+{
+    quay_config c[4];
+    for (int r = 0; r < n; r++) {
+        if (cfg == NULL)
+            tn_config(&c[r], r, n);
+        else
+            c[r] = cfg[each ? r : 0];
+        if (!with_oracle)
+            c[r].flags &= ~(uint32_t)QUAY_CFG_CHECK_ORACLE;
+    }
+    is_int(tn_init_each(&T, n, c, 1), 0);
+}
+
+static void net_init(int n, quay_config *cfg)
+{
+    net_init_each(n, cfg, 0);
+}
 
 /* In-flight packets from rank `from` to rank `to`. */
 static int npkts(int from, int to)
@@ -58,7 +80,7 @@ static int train_walk(const uint8_t *b, size_t len, uint32_t *seq, int32_t *tag)
  * one op_done returns everything. */
 static void t_shape(void)
 {
-    tn_init(&T, 2, NULL);
+    net_init(2, NULL);
     uint8_t a[8], b[64], c[3];
     tn_fill(a, sizeof a, 1);
     tn_fill(b, sizeof b, 2);
@@ -120,7 +142,7 @@ static void t_shape(void)
  * one packet per send. */
 static void t_bounds(void)
 {
-    tn_init(&T, 3, NULL);
+    net_init(3, NULL);
     uint8_t v[64] = {0};
     /* 1, 1, 2, 2, 1: three packets (1+1, 2+2, 1) */
     int to[5] = {1, 1, 2, 2, 1};
@@ -187,24 +209,26 @@ static void t_bounds(void)
     tn_check_clean(&T);
     tn_fini(&T);
 
-    /* QUAY_TRAIN_MAX with a large max_packet: 13 messages of 64 bytes
-     * (96 + 12 * 72 = 960; a 14th would make 1,032) */
+    /* QUAY_TRAIN_MAX with a large max_packet: messages of 64 bytes, as
+     * many as fit (96 for the first, 72 for each piece) */
     quay_config cfg;
     tn_config(&cfg, 0, 2);
     cfg.eager_max = 4096;
-    tn_init(&T, 2, &cfg);
-    for (int i = 0; i < 25; i++)
+    net_init(2, &cfg);
+    int per = 1 + (QUAY_TRAIN_MAX - 96) / 72;
+    for (int i = 0; i < 2 * per + 3; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], v, 64, 1, i), 0);
-    is_int(tn_pull(&T, 0), 2);
-    is_size(T.q[0].len, 96 + 12 * 72);
-    is_size(T.q[1].len, 96 + 11 * 72);
-    ok(T.q[0].len <= QUAY_TRAIN_MAX);
+    is_int(tn_pull(&T, 0), 3);
+    is_size(T.q[0].len, 96 + (size_t)(per - 1) * 72);
+    is_size(T.q[1].len, 96 + (size_t)(per - 1) * 72);
+    is_size(T.q[2].len, 96 + 2 * 72);
+    ok(T.q[0].len <= QUAY_TRAIN_MAX && T.q[0].len + 72 > QUAY_TRAIN_MAX);
     tn_fini(&T);
 
     /* coalescing off */
     tn_config(&cfg, 0, 2);
     cfg.flags |= QUAY_CFG_NO_COALESCE;
-    tn_init(&T, 2, &cfg);
+    net_init(2, &cfg);
     for (int i = 0; i < 4; i++)
         is_int(quay_send_inline(T.e[0], T.world[0], v, 8, 1, i), 0);
     is_int(tn_pull(&T, 0), 4);
@@ -216,7 +240,7 @@ static void t_bounds(void)
  * truncates one message without touching the next. */
 static void t_matching(void)
 {
-    tn_init(&T, 3, NULL);
+    net_init(3, NULL);
     uint8_t v[6][16];
     for (int i = 0; i < 6; i++)
         tn_fill(v[i], 16, 20 + i);
@@ -254,7 +278,7 @@ static void t_matching(void)
  * in send order. */
 static void t_reordered(void)
 {
-    tn_init(&T, 2, NULL);
+    net_init(2, NULL);
     uint8_t v[7];
     for (int i = 0; i < 7; i++)
         v[i] = (uint8_t)(i + 1);
@@ -297,7 +321,7 @@ static void t_eagain(void)
             cfg[r].max_unexpected = 4; /* held: at most half */
             cfg[r].unexpected_bytes_max = 2 * 16;
         }
-        tn_init_each(&T, 2, cfg, 1);
+        net_init_each(2, cfg, 1);
         T.keep_eagain = 1;
         uint8_t v[6][16];
         for (int i = 0; i < 6; i++)
@@ -359,7 +383,7 @@ static size_t make_train(uint8_t *b, int n, uint32_t seq0, uint32_t ctx)
  * a piece with a negative tag is rejected alone; the engine goes on. */
 static void t_malformed(void)
 {
-    tn_init(&T, 2, NULL);
+    net_init(2, NULL);
     /* the world communicator's context: take it from a real packet */
     uint8_t x = 1;
     is_int(quay_send_inline(T.e[0], T.world[0], &x, 1, 1, 0), 0);
@@ -434,7 +458,7 @@ static void t_malformed(void)
     quay_config cfg;
     tn_config(&cfg, 0, 2);
     cfg.flow = QUAY_FLOW_ACKNACK;
-    tn_init(&T, 2, &cfg);
+    net_init(2, &cfg);
     quay_req *s;
     is_int(quay_isend(T.e[0], T.world[0], &x, 1, 1, 0, QUAY_SEND_STANDARD, &s), 0);
     is_int(tn_pull(&T, 0), 1);
@@ -461,7 +485,7 @@ static void t_malformed(void)
  * declared failed drops its queued train and returns the buffer. */
 static void t_pool_and_failure(void)
 {
-    tn_init(&T, 3, NULL);
+    net_init(3, NULL);
     T.auto_done = 0;
     uint8_t v[4] = {0};
     for (int i = 0; i < 16; i++) {
@@ -513,7 +537,7 @@ static void on_trace(void *ctx, const quay_trace_event *ev)
  * the packet counters count the one packet. */
 static void t_trace(void)
 {
-    tn_init(&T, 2, NULL);
+    net_init(2, NULL);
     trace_log lo = {0}, li = {0};
     quay_set_trace(T.e[0], on_trace, &lo);
     quay_set_trace(T.e[1], on_trace, &li);
@@ -544,15 +568,70 @@ static void t_trace(void)
     tn_fini(&T);
 }
 
+/* A train whose pieces change pattern and size: runs of one tag taken
+ * against posted receives, a tag whose receives run out (the rest kept),
+ * one with none posted, empty and 40-byte payloads; then the kept ones
+ * received late. Per tag, the messages arrive in send order. */
+static void t_runs(void)
+{
+    net_init(2, NULL);
+    static const int32_t tags[12] = {5, 5, 5, 6, 6, 5, 7, 5, 5, 5, 5, 5};
+    static const size_t sizes[12] = {8, 0, 3, 16, 8, 40, 8, 1, 9, 8, 8, 12};
+    uint8_t sb[12][40], rb[12][40];
+    quay_req *r[12] = {0};
+    memset(rb, 0, sizeof rb);
+    for (int i = 0; i < 12; i++)
+        tn_fill(sb[i], sizes[i], 60 + i);
+    /* posted first: the first four of tag 5 (cap 40 each), one of tag 6 */
+    int posted[12] = {1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 12; i++)
+        if (posted[i])
+            is_int(quay_irecv(T.e[1], T.world[1], rb[i], 40, 0, tags[i], &r[i]), 0);
+    for (int i = 0; i < 12; i++)
+        is_int(quay_send_inline(T.e[0], T.world[0], sb[i], sizes[i], 1, tags[i]), 0);
+    is_int(tn_pull(&T, 0), 1); /* one train */
+    is_int(tn_deliver(&T, 0), 0);
+    for (int i = 0; i < 12; i++)
+        if (posted[i])
+            ok(tn_good(r[i], sizes[i]));
+    quay_stats st;
+    quay_engine_stats(T.e[1], &st);
+    is_int(st.umsgs_in_use, 7); /* five of tag 5, one of 6, the 7 kept */
+    for (int i = 0; i < 12; i++)
+        if (!posted[i])
+            is_int(quay_irecv(T.e[1], T.world[1], rb[i], 40, 0, tags[i], &r[i]), 0);
+    tn_pump(&T);
+    for (int i = 0; i < 12; i++) {
+        ok(tn_good(r[i], sizes[i]));
+        ok(memcmp(rb[i], sb[i], sizes[i]) == 0);
+        quay_req_free(T.e[1], r[i]);
+    }
+    tn_check_clean(&T);
+    is_int(T.rejects, 0);
+    tn_fini(&T);
+}
+
+static void both(const char *name, void (*fn)(void))
+{
+    char buf[160];
+    with_oracle = 1;
+    snprintf(buf, sizeof buf, "%s (oracle alongside)", name);
+    subtest(buf, fn);
+    with_oracle = 0;
+    snprintf(buf, sizeof buf, "%s (fast matcher alone)", name);
+    subtest(buf, fn);
+}
+
 int main(void)
 {
-    subtest("packet shape, one op_done, posted and late receives", t_shape);
-    subtest("bounds: peer changes, pulled, max_packet, QUAY_TRAIN_MAX, off", t_bounds);
-    subtest("wildcards, truncation, send order", t_matching);
-    subtest("reordered on the wire", t_reordered);
-    subtest("QUAY_EAGAIN part-way, offered again", t_eagain);
-    subtest("malformed trains", t_malformed);
-    subtest("train buffer pool, failed peer", t_pool_and_failure);
-    subtest("trace and counters", t_trace);
+    both("packet shape, one op_done, posted and late receives", t_shape);
+    both("bounds: peer changes, pulled, max_packet, QUAY_TRAIN_MAX, off", t_bounds);
+    both("wildcards, truncation, send order", t_matching);
+    both("reordered on the wire", t_reordered);
+    both("QUAY_EAGAIN part-way, offered again", t_eagain);
+    both("malformed trains", t_malformed);
+    both("train buffer pool, failed peer", t_pool_and_failure);
+    both("trace and counters", t_trace);
+    both("runs of patterns and sizes in one train", t_runs);
     return done_testing();
 }

@@ -535,7 +535,7 @@ QUAY_API int quay_isend(quay_engine *e, quay_comm *c, const void *buf,
 #define QUAY_INLINE_MAX 64
 /** Largest coalesced packet of quay_send_inline messages (bytes; further
  *  capped by max_packet). */
-#define QUAY_TRAIN_MAX 1024
+#define QUAY_TRAIN_MAX 2048
 
 /**
  * Send a small standard-mode message by copy, with no request: the engine

@@ -88,16 +88,30 @@ typedef struct arrival_memo {
  * it. The payload is mlen bytes at `payload`; env is the message's EAGER
  * envelope (the sender's request id is read from it only if the message
  * is kept), NULL for a train's piece (which has none).
+ * `lean` (a constant at every call): the caller has made sure of
+ * train_lean's conditions (engine.c: no trace hook or oracle; no RTRs or
+ * arbitration; c's source src checked and no wildcard posted on c), and
+ * memo, if set, is for (c, src).
  */
 static QUAY_ALWAYS_INLINE int eager_take(quay_engine *e, peer_state *ps, quay_comm *c,
                                          int32_t peer, int32_t src, int32_t tag,
                                          const uint8_t *env, const uint8_t *payload,
-                                         uint64_t mlen, arrival_memo *memo)
+                                         uint64_t mlen, arrival_memo *memo, int lean)
 {
     quay_req *r;
     int exact = 1; /* the commonest case, match.c's work inline: no
                       wildcard can be older, nothing else to keep in step */
-    if (memo != NULL && memo->c == c && memo->src == src && memo->tag == tag) {
+    if (lean) {
+        qlink *bin = memo->bin;
+        if (memo->c == NULL || memo->tag != tag) {
+            bin = match_posted_bin(&e->m, c, src, tag);
+            memo->c = c;
+            memo->src = src;
+            memo->tag = tag;
+            memo->bin = bin;
+        }
+        r = match_bin_first(bin, c->ctx, src, tag);
+    } else if (memo != NULL && memo->c == c && memo->src == src && memo->tag == tag) {
         r = match_bin_first(memo->bin, c->ctx, src, tag); /* (all checked) */
     } else if (!comm_src_ok(c, src, peer)) {
         return QUAY_ESTATE;
@@ -116,18 +130,23 @@ static QUAY_ALWAYS_INLINE int eager_take(quay_engine *e, peer_state *ps, quay_co
     }
     if (r == NULL)
         return eager_keep(e, ps, c, payload, env, peer, src, tag, mlen);
-    if (exact) {
+    if (lean) {
+        ql_remove(&r->link); /* (no RTRs or arbitration: a plain receive) */
+        c->nplain--;
+    } else if (exact) {
         ql_remove(&r->link);
         if (r->state != QUAY_RS_RECV_RTR && r->state != QUAY_RS_RECV_ANY)
             c->nplain--;
     } else {
         match_remove_posted(e, r);
     }
-    if (r->state == QUAY_RS_RECV_RTR)
+    if (lean) {
+    } else if (r->state == QUAY_RS_RECV_RTR) {
         rtr_undelegate(e, r); /* the envelope got there first */
-    else if (r->state == QUAY_RS_RECV_ANY)
+    } else if (r->state == QUAY_RS_RECV_ANY) {
         arb_release(e, r);
-    if (e->trace_fn)
+    }
+    if (!lean && e->trace_fn)
         trace_match(e, r, NULL, peer, ps->rx_seq, c->ctx, src, tag);
     ps->rx_seq++;
     r->peer = peer;
@@ -141,7 +160,10 @@ static QUAY_ALWAYS_INLINE int eager_take(quay_engine *e, peer_state *ps, quay_co
     if (n != 0)
         copy_payload(r->u.rbuf, payload, n);
     r->status.count = n;
-    req_complete(e, r);
+    if (lean)
+        req_complete_untraced(e, r);
+    else
+        req_complete(e, r);
     return 0;
 }
 
@@ -176,19 +198,19 @@ static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const 
     quay_comm *c = comm_lookup(e, wire_get32(b + 8));
     if (c == NULL)
         return EAGER_NOT_FAST;
-    return eager_take(e, ps, c, peer, src, tag, b, b + WIRE_ENV_LEN, mlen, memo);
+    return eager_take(e, ps, c, peer, src, tag, b, b + WIRE_ENV_LEN, mlen, memo, 0);
 }
 
 /*
  * A train's piece on the hot path (wire.h: tag, length, payload), the
  * train's shape checked: message number seq of (c, src) — the first
  * message's communicator (NULL: not one of ours) and source — from the
- * peer whose state is ps. As eager_arrival: EAGER_NOT_FAST leaves
- * everything as it was.
+ * peer whose state is ps; `lean` as eager_take's. As eager_arrival:
+ * EAGER_NOT_FAST leaves everything as it was.
  */
 static QUAY_ALWAYS_INLINE int eager_piece(quay_engine *e, int32_t peer, peer_state *ps,
                                           quay_comm *c, uint32_t seq, int32_t src,
-                                          const uint8_t *piece, arrival_memo *memo)
+                                          const uint8_t *piece, arrival_memo *memo, int lean)
 {
     if (seq != ps->rx_seq || ps->nheld != 0 || c == NULL)
         return EAGER_NOT_FAST;
@@ -196,7 +218,7 @@ static QUAY_ALWAYS_INLINE int eager_piece(quay_engine *e, int32_t peer, peer_sta
     if ((src | tag) < 0)
         return QUAY_EPROTO;
     return eager_take(e, ps, c, peer, src, tag, NULL, piece + WIRE_PIECE_LEN,
-                      wire_get32(piece + 4), memo);
+                      wire_get32(piece + 4), memo, lean);
 }
 
 #endif

@@ -137,6 +137,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     e->inline_lim = !e->inline_plain           ? 0
                     : c->eager_max < QUAY_INLINE_MAX ? c->eager_max + 1
                                                      : (size_t)QUAY_INLINE_MAX + 1;
+    e->inline_small_lim = e->inline_lim < 17 ? e->inline_lim : 17;
     e->complete_actions = (c->flags & QUAY_CFG_COMPLETE_ACTIONS) != 0;
     *pe = e; /* even on failure: the caller frees it */
     return rc;
@@ -383,6 +384,18 @@ static QUAY_ALWAYS_INLINE int train_settle(quay_engine *e, int32_t peer, const u
     return 0;
 }
 
+/* A train's pieces may be taken lean (eager_take): nothing to trace, no
+ * oracle to keep in step, no RTRs or arbitration; the
+ * train's communicator c is ours, its source src is the peer's rank in it,
+ * and no wildcard receive is posted on it. Only the general path changes
+ * any of it while the train is taken: asked again after each message that
+ * went there. */
+static int train_lean(const quay_engine *e, const quay_comm *c, int32_t src, int32_t peer)
+{
+    return e->trace_fn == NULL && e->m.oracle == NULL && e->p2p_plain && c != NULL &&
+           comm_src_ok(c, src, peer) && match_exact_only(e, c);
+}
+
 /*
  * A train from `peer` (engine without flow control, healthy, peer neither
  * us nor failed): each message taken as a packet of its own, in order —
@@ -410,12 +423,26 @@ static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t 
     rc = eager_arrival(e, peer, b, n, WIRE_F_MORE, &memo);
     if ((rc = train_settle(e, peer, b, n, 0, seq, ctx, src, rc, &memo, &first)) != 0)
         return rc;
-    for (size_t off = n; off < len; off += n) {
+    for (size_t off = n; off < len;) {
         const uint8_t *p = b + off;
         n = WIRE_PIECE_LEN + (size_t)wire_get32(p + 4);
-        rc = eager_piece(e, peer, ps, c, ++seq, src, p, &memo);
+        if (train_lean(e, c, src, peer)) {
+            /* a run taken lean (nothing to settle; a lean take sets
+             * nothing fatal), until one is not taken */
+            while ((rc = eager_piece(e, peer, ps, c, seq + 1, src, p, &memo, 1)) == 0) {
+                seq++;
+                if ((off += n) == len)
+                    return first;
+                p = b + off;
+                n = WIRE_PIECE_LEN + (size_t)wire_get32(p + 4);
+            }
+        } else {
+            rc = eager_piece(e, peer, ps, c, seq + 1, src, p, &memo, 0);
+        }
+        seq++;
         if ((rc = train_settle(e, peer, p, n, 1, seq, ctx, src, rc, &memo, &first)) != 0)
             return rc;
+        off += n;
     }
     return first;
 }

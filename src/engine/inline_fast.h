@@ -22,8 +22,7 @@ static QUAY_ALWAYS_INLINE int train_append(quay_engine *e, qout *o, const quay_c
     uint8_t *first = OUT_HDR(o);
     /* a piece is numbered one after the message before it, and has the
      * first one's context (so source) */
-    if (o->hdr_len + o->payload_len + need > e->train_limit ||
-        o->seq + 1u + o->train_n != ps->tx_seq || wire_get32(first + 8) != c->ctx)
+    if ((int32_t)need > o->train_room || o->train_next != ps->tx_seq || wire_get32(first + 8) != c->ctx)
         return -1;
     if (o->train == NULL) {
         if (e->ntrain_free == 0 || e->train_mem == NULL)
@@ -39,7 +38,8 @@ static QUAY_ALWAYS_INLINE int train_append(quay_engine *e, qout *o, const quay_c
         copy_small(h + WIRE_PIECE_LEN, buf, len);
     else if (len != 0)
         copy_payload(h + WIRE_PIECE_LEN, buf, len);
-    o->train_n++;
+    o->train_next++;
+    o->train_room = (int16_t)(o->train_room - (int32_t)need);
     o->payload_len += need;
     return 0;
 }
@@ -70,7 +70,9 @@ static QUAY_ALWAYS_INLINE int inline_take(quay_engine *e, quay_comm *c, const vo
     o->peer = peer;
     o->pkt = QUAY_PKT_EAGER;
     o->seq = seq;
-    o->train_n = 0;
+    o->train_next = seq + 1;
+    /* what the packet may grow by (e->train_room: 0 without trains) */
+    o->train_room = (int16_t)((int32_t)e->train_room - (int32_t)len);
     uint8_t *h = OUT_HDR(o);
     /* sreq 0: a standard send expects no reply addressed to a request */
     wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
@@ -94,7 +96,7 @@ static QUAY_ALWAYS_INLINE int inline_append_small(quay_engine *e, const quay_com
                                                   int32_t tag)
 {
     qout *t = e->inq_tail;
-    if (len > 16 || len >= e->inline_lim || t == NULL || !ql_empty(&e->txq) || e->nfailed != 0)
+    if (len >= e->inline_small_lim || t == NULL || !ql_empty(&e->txq) || e->nfailed != 0)
         return INLINE_NOT_HERE;
     int32_t peer = comm_world(c, dst);
     if (t->peer != peer || train_append(e, t, c, buf, len, tag, &e->peers[peer], 1) != 0)

@@ -326,6 +326,7 @@ typedef struct qout {
     uint8_t pkt;      /* quay_pkt_type */
     uint16_t hdr_len;
     int32_t peer;
+    uint32_t train_next; /* train (below): the number of its next piece */
     quay_req *req;    /* owner, or NULL for a control reply */
     const void *payload;
     size_t payload_len;
@@ -344,9 +345,11 @@ typedef struct qout {
     uint64_t roff;
     /* quay_send_inline's train (inline.c): the pieces coalesced behind
      * the first message, in a buffer of the engine's train pool, sent as
-     * the payload iovec; train_n of them */
+     * the payload iovec; the bytes the packet may still grow by
+     * (negative: none; never positive without trains). train_next is the
+     * number the next piece would carry (seq + 1 while there is none). */
     uint8_t *train;
-    uint16_t train_n;
+    int16_t train_room;
     /* channel frame, then the engine header at OUT_HDR(o); an inline
      * send's payload right behind its header (one iovec) */
     uint8_t hdr[CHAN_FRAME_LEN + QOUT_HDR_MAX];
@@ -467,6 +470,7 @@ struct quay_engine {
     size_t inline_lim;   /* quay_send_inline takes fewer bytes than this:
                             min(QUAY_INLINE_MAX, eager_max) + 1, or 0
                             without inline_plain (one compare says both) */
+    size_t inline_small_lim; /* min(inline_lim, 17): its leaf path's */
     uint8_t complete_actions; /* cfg.flags & QUAY_CFG_COMPLETE_ACTIONS */
 
     quay_req *reqs;
@@ -697,18 +701,25 @@ static QUAY_ALWAYS_INLINE void copy_small(void *dst, const void *src, size_t n)
  * the protocol that uses them (send_start, rndv_*, quay_cancel). r has no
  * packet out (nout 0), is on no list and has a self-linked clink. Kind,
  * communicator, user data, arguments and flags are the caller's. */
+static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r);
 static QUAY_ALWAYS_INLINE void req_renew(quay_engine *e, quay_req *r)
+{
+    req_renew_to_post(e, r);
+    ql_init(&r->link);
+    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
+                     engine's counter: only a posting sets one */
+}
+/* req_renew for a receive posted next (its link and stamp set by the
+ * posting: match_post_in_bin / match_post_one_source). */
+static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r)
 {
     uint32_t idx = r->id & REQ_IDX_MASK;
     uint32_t gen = (r->id >> REQ_IDX_BITS) + 1u;
     if ((gen & ((1u << (32 - REQ_IDX_BITS)) - 1u)) == 0)
         gen = 1; /* generation 0 is never handed out: ids are never 0 */
-    ql_init(&r->link);
     r->id = (gen << REQ_IDX_BITS) | idx; /* stale wire ids no longer match */
     r->peer = -1;
     r->lkey = 0;
-    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
-                     engine's counter: only a posting sets one */
     r->slot = 0;  /* a flagged send's announcement id would make a later
                      receive look arbitrated (the snapshot refuses it) */
     r->status.source = 0; /* field by field: memset here became rep stos */
@@ -758,6 +769,14 @@ static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
     req_set_state(e, r, QUAY_RS_DONE);
     /* The common case (nothing queued, nothing to release, owned by the
      * user, no COMPLETE action wanted) passes one test. */
+    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
+        req_complete_rest(e, r);
+}
+/** req_complete where the caller knows there is no trace hook (a lean
+ *  train, engine.c). */
+static QUAY_ALWAYS_INLINE void req_complete_untraced(quay_engine *e, quay_req *r)
+{
+    r->state = QUAY_RS_DONE;
     if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
         req_complete_rest(e, r);
 }

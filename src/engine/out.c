@@ -671,8 +671,8 @@ static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
 /* One PKT_OUT per message of an inline packet, a train's included. */
 static QUAY_NOINLINE void trace_inline_out(quay_engine *e, const qout *o)
 {
-    for (uint32_t i = 0; i <= o->train_n; i++)
-        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, o->seq + i, 0);
+    for (uint32_t seq = o->seq; seq != o->train_next; seq++)
+        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, seq, 0);
 }
 
 /* The oldest quay_send_inline packet (inline.c), header and payload in

@@ -878,12 +878,14 @@ int quay_startall(quay_engine *e, size_t count, quay_req *const reqs[], size_t *
     qlink *bin = NULL;
     size_t i = 0;
     int rc = 0;
-    int plain = startall_plain(e);
-    for (; i < count; i++) {
-        quay_req *r = reqs[i];
-        if (plain && start_recv_fast_ok(e, r)) {
+    while (i < count) {
+        /* a run of receives this loop posts itself ... */
+        for (int plain = startall_plain(e); plain && i < count; i++) {
+            quay_req *r = reqs[i];
+            if (!start_recv_fast_ok(e, r))
+                break;
             quay_comm *c = r->comm;
-            req_renew(e, r);
+            req_renew_to_post(e, r); /* (match_post_in_bin: link, stamp) */
             r->flags = RF_PERSIST;
             req_set_state(e, r, QUAY_RS_RECV_POSTED);
             if (c != bc || r->rank != bsrc || r->tag != btag) {
@@ -893,11 +895,11 @@ int quay_startall(quay_engine *e, size_t count, quay_req *const reqs[], size_t *
                 bin = match_posted_bin(&e->m, c, bsrc, btag);
             }
             match_post_in_bin(e, c, r, bin);
-            continue;
         }
-        if ((rc = quay_start(e, r)) != 0)
+        /* ... then one started as quay_start would */
+        if (i == count || (rc = quay_start(e, reqs[i])) != 0)
             break;
-        plain = startall_plain(e); /* (what a start may change) */
+        i++;
     }
     if (pstarted != NULL)
         *pstarted = i;
