@@ -33,8 +33,9 @@
 # variants send rounds of 64 (--mode stream); stream-late and
 # stream-recv-inline let the round's messages arrive before their receives
 # (kept as unexpected messages) and receive them by quay_irecv or by
-# quay_recv_inline (--recv late / inline); the nicsim one carries the
-# packets through the simulator (its instructions count as wire).
+# quay_recv_inline (--recv late / inline); the nicsim ones carry the
+# packets through the simulator (its instructions count as wire): one
+# message at a time by quay_isend, and stream-lean's calls.
 #
 # Matcher: bench_match --callgrind, exact keys and 10 % ANY_SOURCE, posted
 # and unexpected queues, depth 1 and 10000 (fast matcher), and the linear
@@ -164,7 +165,7 @@ if [ "$WHAT" != match ]; then
     echo "== engine: $ITERS eager 8-byte messages end to end ($ENGINE_BIN --callgrind)"
     summary=()
     for variant in copy no-copy inline lean send-copy stream stream-lean stream-copy stream-late \
-        stream-recv-inline nicsim; do
+        stream-recv-inline nicsim stream-lean-nicsim; do
         name=engine-$variant
         extra=()
         case $variant in
@@ -189,6 +190,8 @@ if [ "$WHAT" != match ]; then
             what="stream of 64, quay_send_inline, the messages arrive first, then quay_recv_inline (no request)" ;;
         nicsim) extra=(--wire nicsim)
             what="quay_isend, packets carried by nicsim (FIFO, zero latency; the simulator counts as wire)" ;;
+        stream-lean-nicsim) extra=(--mode stream --window 64 --send inline --recv persistent --wire nicsim)
+            what="stream-lean's calls, packets carried by nicsim (the simulator counts as wire)" ;;
         esac
         msgs=$(cg_run "$name" "$ENGINE_BIN" --callgrind --iters "$ITERS" --size 8 "${extra[@]}")
         cg_flat "$OUT/$name.out" >"$OUT/$name.flat"
