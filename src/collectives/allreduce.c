@@ -231,14 +231,23 @@ static void rabenseifner(coll_sched *s, size_t count, int in_place)
 static void ring(coll_sched *s, size_t count, int in_place)
 {
     int32_t n = s->size, r = s->rank;
-    size_t es = s->esize;
+    size_t es = s->esize, len = count * es;
     size_t *cnt, *disp;
     if (blocks(s, count, n, &cnt, &disp) != 0)
         return;
-    sched_tmp(s, count * es);
+    uint32_t *rs_snd = qalloc(s->e, (size_t)n * sizeof *rs_snd);
+    if (rs_snd == NULL) {
+        qfree(s->e, cnt);
+        qfree(s->e, disp);
+        s->err = QUAY_EAGAIN;
+        return;
+    }
+    /* tmp: the reduce-scatter's receives in [0, len), the allgather's in
+     * [len, 2 len), each block at its own offset */
+    sched_tmp(s, 2 * len);
     int32_t right = (r + 1) % n, left = (r + n - 1) % n;
-    uint32_t init = in_place ? CS_NONE : cs_copy(s, CB_RECV, 0, CB_SEND, 0, count * es);
-    uint32_t last = init, sent = cs_join(s);
+    uint32_t init = in_place ? CS_NONE : cs_copy(s, CB_RECV, 0, CB_SEND, 0, len);
+    uint32_t last = init;
     for (int32_t j = 0; j < n - 1; j++) {
         int32_t sb = (r - j + n) % n, rb = (r - j - 1 + n) % n;
         uint32_t snd = cs_send(s, right, CB_RECV, disp[sb] * es, cnt[sb] * es, (uint32_t)j);
@@ -248,21 +257,30 @@ static void ring(coll_sched *s, size_t count, int in_place)
         cs_dep(s, rcv, red);
         cs_dep(s, init, red);
         cs_dep(s, last, red);
-        cs_dep(s, snd, sent);
+        rs_snd[j] = snd;
         last = red;
     }
-    cs_dep(s, last, sent);
-    last = sent;
+    /* Allgather: step j brings block r - j, which reduce-scatter step j
+     * sent from (after step j - 1 reduced into it). Received into a tmp
+     * region of its own, so posted at the start, and copied into place
+     * once that send is done. (Received in place, every receive had to
+     * wait for every reduce-scatter send, and a left neighbour already in
+     * the allgather had its messages kept as unexpected meanwhile: with
+     * small pools, the room cycle of fuzz/RESULTS.md bug 24.) */
     for (int32_t j = 0; j < n - 1; j++) {
         int32_t sb = (r + 1 - j + n) % n, rb = (r - j + n) % n;
         uint32_t snd = cs_send(s, right, CB_RECV, disp[sb] * es, cnt[sb] * es,
                                (uint32_t)(n - 1 + j));
-        uint32_t rcv = cs_recv(s, left, CB_RECV, disp[rb] * es, cnt[rb] * es,
+        uint32_t rcv = cs_recv(s, left, CB_TMP, len + disp[rb] * es, cnt[rb] * es,
                                (uint32_t)(n - 1 + j));
+        uint32_t cp = cs_copy(s, CB_RECV, disp[rb] * es, CB_TMP, len + disp[rb] * es,
+                              cnt[rb] * es);
         cs_dep(s, last, snd);
-        cs_dep(s, sent, rcv);
-        last = rcv; /* the next step sends exactly this block */
+        cs_dep(s, rcv, cp);
+        cs_dep(s, rs_snd[j], cp);
+        last = cs_after(s, last, cp); /* the next step sends exactly this block */
     }
+    qfree(s->e, rs_snd);
     qfree(s->e, cnt);
     qfree(s->e, disp);
 }
