@@ -135,6 +135,19 @@ int harness_subtest(const char *name, void (*fn)(void), const char *file,
     return harness_ok(pass, NULL, 0, "%s", name);
 }
 
+int harness_subtest_both(const char *name, void (*fn)(void), int *flag, const char *on,
+                         const char *off, const char *file, int line)
+{
+    char buf[256];
+    *flag = 1;
+    snprintf(buf, sizeof buf, "%s (%s)", name, on);
+    int a = harness_subtest(buf, fn, file, line);
+    *flag = 0;
+    snprintf(buf, sizeof buf, "%s (%s)", name, off);
+    int b = harness_subtest(buf, fn, file, line);
+    return a && b;
+}
+
 int harness_failures(void)
 {
     return levels[depth].failed;

@@ -61,6 +61,10 @@ void harness_note(const char *fmt, ...) HARNESS_PRINTF(1, 2);
 /** Run `fn` as a nested test; it counts as one check of the caller. */
 int harness_subtest(const char *name, void (*fn)(void), const char *file,
                     int line);
+/** Run `fn` as two subtests: with *flag 1, named "<name> (on)", then
+ *  with *flag 0, "<name> (off)" (e.g. the oracle alongside or not). */
+int harness_subtest_both(const char *name, void (*fn)(void), int *flag, const char *on,
+                         const char *off, const char *file, int line);
 /** Print the plan; return 0 if every top-level check passed, else 1. */
 int harness_done_testing(void);
 /** Number of failed checks so far at the current nesting level. */
@@ -78,6 +82,8 @@ int harness_failures(void);
     harness_is_str((got), (want), __FILE__, __LINE__, #got, #want)
 #define note(...) harness_note(__VA_ARGS__)
 #define subtest(name, fn) harness_subtest((name), (fn), __FILE__, __LINE__)
+#define subtest_both(name, fn, flag, on, off) \
+    harness_subtest_both((name), (fn), (flag), (on), (off), __FILE__, __LINE__)
 #define done_testing() harness_done_testing()
 
 /* Sanitizer builds run several times slower: tests take shorter lists

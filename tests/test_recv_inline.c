@@ -15,7 +15,6 @@
  * PROC_NULL; the trace's MATCH; credit flow control (the held credit
  * comes back); and that nothing leaks.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -466,16 +465,10 @@ static void t_pool_bound(void)
     tn_fini(&T);
 }
 
-static void both(const char *name, void (*fn)(void))
-{
-    char buf[160];
-    with_oracle = 1;
-    snprintf(buf, sizeof buf, "%s (oracle alongside)", name);
-    subtest(buf, fn);
-    with_oracle = 0;
-    snprintf(buf, sizeof buf, "%s (fast matcher alone)", name);
-    subtest(buf, fn);
-}
+/* Every subtest with the oracle alongside, then with the fast matcher
+ * alone. */
+#define both(name, fn) \
+    subtest_both((name), (fn), &with_oracle, "oracle alongside", "fast matcher alone")
 
 int main(void)
 {

@@ -14,7 +14,6 @@
  * nothing taken), a train inside a flow-control frame, the pool of train
  * buffers running out and coming back, a failed peer, and the trace.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "engine/wire.h"
@@ -611,16 +610,10 @@ static void t_runs(void)
     tn_fini(&T);
 }
 
-static void both(const char *name, void (*fn)(void))
-{
-    char buf[160];
-    with_oracle = 1;
-    snprintf(buf, sizeof buf, "%s (oracle alongside)", name);
-    subtest(buf, fn);
-    with_oracle = 0;
-    snprintf(buf, sizeof buf, "%s (fast matcher alone)", name);
-    subtest(buf, fn);
-}
+/* Every subtest with the oracle alongside, then with the fast matcher
+ * alone. */
+#define both(name, fn) \
+    subtest_both((name), (fn), &with_oracle, "oracle alongside", "fast matcher alone")
 
 int main(void)
 {
