@@ -22,7 +22,8 @@ static QUAY_ALWAYS_INLINE int train_append(quay_engine *e, qout *o, const quay_c
     uint8_t *first = OUT_HDR(o);
     /* a piece is numbered one after the message before it, and has the
      * first one's context (so source) */
-    if ((int32_t)need > o->train_room || o->train_next != ps->tx_seq || wire_get32(first + 8) != c->ctx)
+    if ((int32_t)need > o->train_room || o->train_next != ps->tx_seq ||
+        wire_get32(first + 8) != c->ctx)
         return -1;
     if (o->train == NULL) {
         if (e->ntrain_free == 0 || e->train_mem == NULL)
