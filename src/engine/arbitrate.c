@@ -261,8 +261,11 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
     quay_comm *c = comm_lookup(e, m->ctx);
     if (c != NULL && !comm_src_ok(c, m->src, peer))
         return QUAY_ESTATE;
-    if (rtrq_room(e) == 0)
+    /* one answer queued per peer (the rtrq's bound, rtr_init): a flag
+     * behind an unsent answer waits, as one with no room does */
+    if (rtrq_room(e) == 0 || e->peers[peer].flag_answer)
         return QUAY_EAGAIN;
+    e->peers[peer].flag_answer = 1; /* (both ways below answer) */
     quay_req *r = c != NULL ? match_find_posted(e, c, m->src, m->tag) : NULL;
     if (r != NULL && r->state == QUAY_RS_RECV_ANY) {
         /* The flag's message matches W: W leaves the posted queue now, as

@@ -408,6 +408,9 @@ typedef struct peer_state {
     uint32_t rlog_head, rlog_count;
     uint32_t rlog_lost;    /* 1 + highest seq pushed out of the ring, or 0 */
     uint32_t rtr_out;      /* our RTRs it may hold (<= rtr_per_peer) */
+    uint8_t flag_answer;   /* an answer to its ANY_FLAG waits on the rtrq:
+                              its next flag waits (QUAY_EAGAIN), so answers
+                              hold one queue place per peer (rtr_init) */
     uint32_t tx_unsent;    /* (rtr on) sequence numbers assigned to it, not
                               yet emitted: an RTR (numbered when it goes
                               out) waits for them, so numbers leave in order */
@@ -996,6 +999,12 @@ void arb_peer_failed(quay_engine *e, int32_t peer);
 void rtr_sc_complete(quay_engine *e, quay_req *r, const umsg *m);
 /** Queue a sequenced control item (caller checked rtrq space). */
 rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer);
+/* An item answering a peer's ANY_FLAG (arbitrate.c on_flag): its claim
+ * (RTR_ANY) or its decline (DISABLE_ANY naming the flag's send). */
+static inline int rtr_item_answers_flag(const rtr_item *it)
+{
+    return it->pkt == QUAY_PKT_RTR_ANY || (it->pkt == QUAY_PKT_DISABLE_ANY && it->sreq != 0);
+}
 /** Free places in the sequenced control queue. */
 static inline uint32_t rtrq_room(const quay_engine *e) { return e->rtrq_cap - e->rtrq_count; }
 

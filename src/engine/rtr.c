@@ -55,6 +55,7 @@ void rtr_attach(quay_engine *e)
          * are dead on arrival. */
         ps->rlog_lost = ps->tx_seq;
         ps->rtr_out = 0;
+        ps->flag_answer = 0;
     }
     e->rtrq_head = e->rtrq_count = 0;
     arb_reset(e);
@@ -71,7 +72,8 @@ int rtr_init(quay_engine *e)
      * announcement), its announcement and its withdrawal; one answer per
      * peer (a flag's, or a decline of a claim: a peer has one out). */
     e->rtrq_cap = e->cfg.max_requests + (uint32_t)n * (2 * e->cfg.rtr_per_peer + 1);
-    e->rtrq = qalloc(e, (size_t)e->rtrq_cap * sizeof *e->rtrq);
+    /* (+1: rtrq_push_item's sink, should the bound above ever fail) */
+    e->rtrq = qalloc(e, ((size_t)e->rtrq_cap + 1) * sizeof *e->rtrq);
     if (e->rtr_pool == NULL || e->rlog_pool == NULL || e->rtrq == NULL)
         return QUAY_ENOMEM;
     rtr_attach(e);
@@ -92,6 +94,12 @@ void rtr_fini(quay_engine *e)
 
 rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer)
 {
+    if (e->rtrq_count == e->rtrq_cap) {
+        /* rtr_init's bound broken: a quay bug. Never overwrite a queued
+         * item: the engine stops, the caller writes into the sink. */
+        e->fatal = QUAY_EINTERNAL;
+        return memset(&e->rtrq[e->rtrq_cap], 0, sizeof *e->rtrq);
+    }
     rtr_item *it = &e->rtrq[(e->rtrq_head + e->rtrq_count) % e->rtrq_cap];
     memset(it, 0, sizeof *it);
     it->pkt = pkt;
@@ -132,13 +140,18 @@ void rtr_delegate(quay_engine *e, quay_req *r)
 }
 
 /* The sender holds r's RTR: free its slot there, in order (revoke or
- * cancel), unless the sender is gone. */
+ * cancel), unless the sender is gone. The slot stays counted in rtr_out
+ * until the withdrawal leaves (rtrq_emit): the sender holds it until
+ * then, and it bounds what the queue holds per peer (a withdrawal freed
+ * at once let receives matched one after another each leave one queued
+ * behind a new delegation, past rtrq_cap: fuzz/RESULTS.md bug 25). */
 static void rtr_withdraw(quay_engine *e, quay_req *r, uint8_t flags)
 {
     peer_state *ps = &e->peers[r->peer];
     r->flags &= ~(uint32_t)RF_RTR_SENT;
-    ps->rtr_out--;
-    if (!ps->failed)
+    if (ps->failed)
+        ps->rtr_out--;
+    else
         rtrq_push(e, flags, r->peer, r);
 }
 
@@ -243,6 +256,10 @@ int rtrq_emit(quay_engine *e, qout *o)
     peer_state *ps = &e->peers[it.peer];
     wire_hdr h;
     memset(&h, 0, sizeof h);
+    if (rtr_item_answers_flag(&it))
+        ps->flag_answer = 0; /* its next flag may come in */
+    if (it.pkt == QUAY_PKT_RTR && it.flags != 0)
+        ps->rtr_out--; /* a withdrawal: the slot is free once it leaves */
     if (ps->failed) {
         /* Nothing reaches it; a delegation gives back its place. */
         if (it.pkt == QUAY_PKT_RTR && it.flags == 0)

@@ -1423,8 +1423,11 @@ static void sx_rtr(snap *s)
         }
         if (bad)
             corrupt(s);
-        else if (apply)
+        else if (apply) {
             e->rtrq[(e->rtrq_head + e->rtrq_count++) % e->rtrq_cap] = it;
+            if (rtr_item_answers_flag(&it))
+                e->peers[it.peer].flag_answer = 1;
+        }
     }
     /* Per peer: its RTRs to us, our log of envelopes to it, our RTRs it
      * may hold. */
