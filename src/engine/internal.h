@@ -656,21 +656,6 @@ static inline void req_set_state(quay_engine *e, quay_req *r, int to)
     r->state = (uint8_t)to;
 }
 
-/* A payload copy on a hot path: 8 to 16 bytes (two overlapping words)
- * without a library call; the rest through memcpy. */
-static QUAY_ALWAYS_INLINE void copy_payload(void *dst, const void *src, size_t n)
-{
-    if (n >= 8 && n <= 16) {
-        uint64_t a, z;
-        memcpy(&a, src, 8);
-        memcpy(&z, (const uint8_t *)src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy((uint8_t *)dst + n - 8, &z, 8);
-        return;
-    }
-    memcpy(dst, src, n);
-}
-
 /* A payload of at most 16 bytes copied with no library call, so a path
  * that copies it may stay a leaf (no frame to set up): two overlapping
  * words, halves or bytes. */
@@ -698,22 +683,19 @@ static QUAY_ALWAYS_INLINE void copy_small(void *dst, const void *src, size_t n)
     }
 }
 
-/* ---- requests (request.c) ---------------------------------------------- */
-/* A new round of r (from the pool, or a persistent request started again):
- * a new id, and what every request reads reset; protocol fields are set by
- * the protocol that uses them (send_start, rndv_*, quay_cancel). r has no
- * packet out (nout 0), is on no list and has a self-linked clink. Kind,
- * communicator, user data, arguments and flags are the caller's. */
-static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r);
-static QUAY_ALWAYS_INLINE void req_renew(quay_engine *e, quay_req *r)
+/* A payload copy on a hot path: 8 to 16 bytes (copy_small's two
+ * overlapping words) without a library call; the rest through memcpy. */
+static QUAY_ALWAYS_INLINE void copy_payload(void *dst, const void *src, size_t n)
 {
-    req_renew_to_post(e, r);
-    ql_init(&r->link);
-    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
-                     engine's counter: only a posting sets one */
+    if (n >= 8 && n <= 16)
+        copy_small(dst, src, n);
+    else
+        memcpy(dst, src, n);
 }
-/* req_renew for a receive posted next (its link and stamp set by the
- * posting: match_post_in_bin / match_post_one_source). */
+
+/* ---- requests (request.c) ---------------------------------------------- */
+/* req_renew (below) for a receive posted next: all of it but the link and
+ * the stamp, which the posting sets (match_post_in_bin). */
 static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r)
 {
     uint32_t idx = r->id & REQ_IDX_MASK;
@@ -731,6 +713,18 @@ static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r)
     r->status.cancelled = 0;
     r->status.count = 0;
     e->reqs_allocs++;
+}
+/* A new round of r (from the pool, or a persistent request started again):
+ * a new id, and what every request reads reset; protocol fields are set by
+ * the protocol that uses them (send_start, rndv_*, quay_cancel). r has no
+ * packet out (nout 0), is on no list and has a self-linked clink. Kind,
+ * communicator, user data, arguments and flags are the caller's. */
+static QUAY_ALWAYS_INLINE void req_renew(quay_engine *e, quay_req *r)
+{
+    req_renew_to_post(e, r);
+    ql_init(&r->link);
+    r->stamp = 0; /* a reused slot's old stamp may be newer than a reset
+                     engine's counter: only a posting sets one */
 }
 /* A request from the pool (NULL when none is free). Inline: two per
  * message on the hot path. */
@@ -766,22 +760,26 @@ static inline int eager_send_over(const quay_req *r)
                         RF_CANCELLED | RF_FAILED | RF_RNDV)) == RF_WIRE_DONE;
 }
 
+/* What completion does once r is DONE: the common case (nothing queued,
+ * nothing to release, owned by the user, no COMPLETE action wanted)
+ * passes one test. */
+static QUAY_ALWAYS_INLINE void req_complete_done(quay_engine *e, quay_req *r)
+{
+    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
+        req_complete_rest(e, r);
+}
 /** Move r to DONE, queue its COMPLETE action or release it. */
 static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
 {
     req_set_state(e, r, QUAY_RS_DONE);
-    /* The common case (nothing queued, nothing to release, owned by the
-     * user, no COMPLETE action wanted) passes one test. */
-    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
-        req_complete_rest(e, r);
+    req_complete_done(e, r);
 }
 /** req_complete where the caller knows there is no trace hook (a lean
  *  train, engine.c). */
 static QUAY_ALWAYS_INLINE void req_complete_untraced(quay_engine *e, quay_req *r)
 {
     r->state = QUAY_RS_DONE;
-    if ((r->flags & RF_COMPLETE_WORK) || r->lkey != 0 || e->complete_actions)
-        req_complete_rest(e, r);
+    req_complete_done(e, r);
 }
 /** Request for a wire id (index + generation), or NULL if stale/forged. */
 quay_req *req_by_id(quay_engine *e, uint32_t id);
@@ -997,7 +995,8 @@ void arb_peer_failed(quay_engine *e, int32_t peer);
 /** Receiver: an SC wrote r's data (delegated or claimed): status from
  *  the SC (length, truncation, the sender's status), then complete. */
 void rtr_sc_complete(quay_engine *e, quay_req *r, const umsg *m);
-/** Queue a sequenced control item (caller checked rtrq space). */
+/** Queue a sequenced control item (caller checked rtrq space; a full
+ *  queue is a quay bug: the engine turns fatal, nothing is overwritten). */
 rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer);
 /* An item answering a peer's ANY_FLAG (arbitrate.c on_flag): its claim
  * (RTR_ANY) or its decline (DISABLE_ANY naming the flag's send). */
