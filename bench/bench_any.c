@@ -76,6 +76,7 @@ static void net_new(net *t, int n, int any, uint32_t rndv_mode)
     for (int i = 0; i < n; i++) {
         quay_config c;
         quay_config_default(&c);
+        memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (a simulation: any fixed secret) */
         c.rank = i;
         c.nranks = n;
         c.transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;

@@ -38,6 +38,7 @@ static void pair_new(pair *p)
     for (int r = 0; r < 2; r++) {
         quay_config c;
         quay_config_default(&c);
+        memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (a simulation: any fixed secret) */
         c.rank = r;
         c.nranks = 2;
         c.flow = QUAY_FLOW_ACKNACK;

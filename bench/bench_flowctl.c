@@ -122,6 +122,7 @@ static void run_free(run *r)
 static void base_config(quay_config *c, uint32_t flow)
 {
     quay_config_default(c);
+    memset(c->key_secret, 0x5a, sizeof c->key_secret); /* (a simulation: any fixed secret) */
     c->nranks = 2;
     c->flow = flow;
     c->flow_window = 64;

@@ -83,6 +83,7 @@ static void run_open(run *rn, int exp, uint32_t depth, uint32_t wild_pct,
     rn->size = size;
     quay_config cfg;
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (a simulation: any fixed secret) */
     cfg.flags = matcher == M_LINEAR ? QUAY_CFG_LINEAR_MATCH : 0;
     cfg.max_requests = POOL;
     cfg.max_unexpected = POOL;

@@ -204,7 +204,8 @@ void fe_op_forge(fe *f, fz_in *in);
 void fe_op_raw(fe *f, fz_in *in);
 void fe_op_replay(fe *f, fz_in *in);
 void fe_op_respond(fe *f, fz_in *in);
-int fe_through_key(fe *f, uint64_t key, uint64_t off, uint64_t n, uint32_t access);
+uint32_t fe_frame_crc(const fe *f, int ch, int32_t from, int32_t to, const uint8_t *b, size_t n);
+int fe_through_key(fe *f, int32_t p, uint64_t key, uint64_t off, uint64_t n, uint32_t access);
 
 /* fe_calls.c */
 void fe_op_buf(fe *f, fz_in *in);

@@ -522,12 +522,14 @@ void fe_op_mem(fe *f, fz_in *in)
     case 2: {
         uint64_t key = f->nkeys ? f->keys[a % f->nkeys] : a;
         uint32_t access = (what >> 2) & 3u ? (what >> 2) & 3u : QUAY_MEM_READ;
-        fe_through_key(f, key, (uint64_t)b2 * ((what & 0x80) ? 64u : 1u), c, access);
+        fe_through_key(f, fe_peer_of(f, c), key, (uint64_t)b2 * ((what & 0x80) ? 64u : 1u), c,
+                       access);
         break;
     }
     default: {
         uint64_t key = f->nkeys ? f->keys[a % f->nkeys] : a, old = 0;
-        rc = quay_mem_atomic(f->e, key, (uint64_t)b2 % 64 * 4u, 1u + c % 4u, 5, 0, &old);
+        rc = quay_mem_atomic(f->e, fe_peer_of(f, c), key, (uint64_t)b2 % 64 * 4u, 1u + c % 4u, 5,
+                             0, &old);
         static const int ok[] = {QUAY_ESTATE, QUAY_EPROTO, QUAY_EINVAL, -1};
         fe_check_rc(f, "quay_mem_atomic", rc, ok);
         break;

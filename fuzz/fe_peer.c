@@ -13,8 +13,9 @@ int fe_flow(const fe *f)
     return f->cfg.flow != QUAY_FLOW_NONE;
 }
 
-static size_t frame(fe *f, uint8_t *b, int ch, uint8_t kind, uint16_t flags, uint32_t seq,
-                    uint32_t ack, uint32_t aux, const uint8_t *body, size_t blen)
+/* A frame from peer p on channel ch, with the CRC the engine expects. */
+static size_t frame(fe *f, int32_t p, uint8_t *b, int ch, uint8_t kind, uint16_t flags,
+                    uint32_t seq, uint32_t ack, uint32_t aux, const uint8_t *body, size_t blen)
 {
     flags = (uint16_t)(flags | (uint16_t)(ch << CHAN_F_CHAN_SHIFT));
     b[0] = CHAN_VERSION;
@@ -26,8 +27,8 @@ static size_t frame(fe *f, uint8_t *b, int ch, uint8_t kind, uint16_t flags, uin
     wire_put32(b + 16, 0);
     if (blen)
         memcpy(b + CHAN_FRAME_LEN, body, blen);
-    wire_put32(b + 16, crc32c_update(f->crc, f->key[ch % QUAY_MAX_CHANNELS], b,
-                                     CHAN_FRAME_LEN + blen));
+    wire_put32(b + 16, fe_frame_crc(f, ch % QUAY_MAX_CHANNELS, p, f->me, b,
+                                    CHAN_FRAME_LEN + blen));
     return CHAN_FRAME_LEN + blen;
 }
 
@@ -60,10 +61,30 @@ static void hist_add(fe *f, int32_t p, const uint8_t *b, size_t n)
         f->nhist++;
 }
 
+/* Every channel's state (snapshot_state) into b[0..cap), back to back,
+ * with each one's length: 0 when some state has no blob form or it does
+ * not fit (then nothing is compared). */
+static size_t state_of(fe *f, uint8_t *b, size_t cap)
+{
+    size_t at = 0;
+    for (int c = 0; c < f->nch; c++) {
+        if (cap - at < 8)
+            return 0;
+        size_t n = snapshot_state(f->ch[c], b + at + 8, cap - at - 8);
+        if (n == 0 || n > cap - at - 8)
+            return 0;
+        memcpy(b + at, &n, sizeof n < 8 ? sizeof n : 8);
+        at += 8 + n;
+    }
+    return at;
+}
+
 /* Offer bytes as they are; returns quay_on_packet's code. *rejected is set
- * when the engine rejected the packet inside (trace REJECT). */
+ * when the engine rejected the packet inside (trace REJECT). A packet
+ * answered with an error must leave every channel's state as it was. */
 static int offer(fe *f, int32_t p, const uint8_t *b, size_t n, int *rejected)
 {
+    static uint8_t before[1u << 20], after[1u << 20];
     uint8_t *copy = malloc(n ? n : 1);
     uint64_t rej0 = 0, rej1 = 0;
     int rc;
@@ -74,7 +95,19 @@ static int offer(fe *f, int32_t p, const uint8_t *b, size_t n, int *rejected)
     hist_add(f, p, b, n);
     for (int c = 0; c < f->nch; c++)
         rej0 += f->tr[c].rejects;
+    size_t nb = state_of(f, before, sizeof before);
     rc = quay_on_packet(f->e, p, copy, n);
+    if (nb != 0 && (rc == QUAY_EPROTO || rc == QUAY_ESTATE) && !f->dead) {
+        size_t na = state_of(f, after, sizeof after);
+        if (na != 0 && (na != nb || memcmp(before, after, nb) != 0)) {
+            size_t at = 0;
+            while (at < na && at < nb && before[at] == after[at])
+                at++;
+            fz_fail("quay_on_packet(peer %d) answered %s but changed the engine's state "
+                    "(%zu bytes, then %zu; first difference at byte %zu)",
+                    p, quay_strerror(rc), nb, na, at);
+        }
+    }
     for (int c = 0; c < f->nch; c++)
         rej1 += f->tr[c].rejects;
     if (fe_verbose) {
@@ -116,7 +149,7 @@ static int deliver(fe *f, int32_t p, const uint8_t *body, size_t n)
     uint32_t aux;
     frame_fields(f, p, &flags, &aux);
     uint32_t seq = pe->chan_next++;
-    size_t len = frame(f, b, 0, CHAN_DATA, flags, seq, pe->rx_hi, aux, body, n);
+    size_t len = frame(f, p, b, 0, CHAN_DATA, flags, seq, pe->rx_hi, aux, body, n);
     int k = (int)(seq % FE_RETX);
     free(pe->retx[k]);
     pe->retx[k] = malloc(len);
@@ -279,12 +312,12 @@ static const fe_out *out_pick(fe *f, uint8_t k)
     return &f->outs[i];
 }
 
-/* The peer writes `n` bytes through the engine's key (as its RDMA_PUT
+/* Peer p writes `n` bytes through the engine's key (as its RDMA_PUT
  * would, after quay_mem_resolve) or reads them (GET). 0 or the refusal. */
-int fe_through_key(fe *f, uint64_t key, uint64_t off, uint64_t n, uint32_t access)
+int fe_through_key(fe *f, int32_t p, uint64_t key, uint64_t off, uint64_t n, uint32_t access)
 {
     void *addr = NULL;
-    int rc = quay_mem_resolve(f->e, key, off, n, access, &addr);
+    int rc = quay_mem_resolve(f->e, p, key, off, n, access, &addr);
     static const int ok[] = {QUAY_ESTATE, QUAY_EPROTO, QUAY_EINVAL, -1};
     fe_check_rc(f, "quay_mem_resolve", rc, ok);
     if (rc != 0)
@@ -325,7 +358,7 @@ void fe_op_respond(fe *f, fz_in *in)
         return;
     case QUAY_PKT_RTS:
         if ((h.flags & WIRE_F_KEY) && (v & 1)) { /* GET: read, then FIN */
-            int rc = fe_through_key(f, h.key, 0, (v & 2) ? h.len + prm : h.len, QUAY_MEM_READ);
+            int rc = fe_through_key(f, p, h.key, 0, (v & 2) ? h.len + prm : h.len, QUAY_MEM_READ);
             r.type = QUAY_PKT_FIN;
             r.sreq = h.sreq;
             r.rreq = rid_of(f, p, h.sreq);
@@ -360,7 +393,7 @@ void fe_op_respond(fe *f, fz_in *in)
         return;
     case QUAY_PKT_CTS:
         if (h.flags & WIRE_F_KEY) { /* PUT: write, then FIN to the receiver */
-            int rc = fe_through_key(f, h.key, (v & 2) ? prm : 0, h.len, QUAY_MEM_WRITE);
+            int rc = fe_through_key(f, p, h.key, (v & 2) ? prm : 0, h.len, QUAY_MEM_WRITE);
             r.type = QUAY_PKT_FIN;
             r.flags = WIRE_F_TO_RECV;
             r.sreq = h.sreq;
@@ -419,7 +452,7 @@ void fe_op_respond(fe *f, fz_in *in)
             return;
         {
             uint64_t n = (v & 2) && h.len > prm ? h.len - prm : h.len;
-            int rc = fe_through_key(f, h.key, 0, n, QUAY_MEM_WRITE);
+            int rc = fe_through_key(f, p, h.key, 0, n, QUAY_MEM_WRITE);
             r.type = QUAY_PKT_SC;
             r.seq = f->peers[p].tx_seq;
             r.ctx = h.ctx;
@@ -450,7 +483,7 @@ void fe_op_respond(fe *f, fz_in *in)
         r.rreq = h.rreq;
         r.sreq = h.sreq;
         uint64_t n = (v & 2) && h.len > prm ? h.len - prm : h.len;
-        int rc = fe_through_key(f, h.key, 0, n, QUAY_MEM_WRITE);
+        int rc = fe_through_key(f, p, h.key, 0, n, QUAY_MEM_WRITE);
         r.type = QUAY_PKT_SC;
         r.tag = prm % 8;
         r.status = rc == 0 ? 0 : QUAY_EPROTO;
@@ -604,7 +637,7 @@ void fe_op_raw(fe *f, fz_in *in)
         uint16_t flags;
         uint32_t aux;
         frame_fields(f, p, &flags, &aux);
-        size_t len = frame(f, b, 0, CHAN_DATA, flags, f->peers[p].chan_next++, f->peers[p].rx_hi,
+        size_t len = frame(f, p, b, 0, CHAN_DATA, flags, f->peers[p].chan_next++, f->peers[p].rx_hi,
                            aux, body, n);
         offer(f, p, b, len, NULL);
     } else {
@@ -649,44 +682,44 @@ void fe_op_chan(fe *f, fz_in *in)
     frame_fields(f, p, &flags, &aux);
     switch (v % 8) {
     case 0: /* ACK */
-        offer(f, p, b, frame(f, b, 0, CHAN_ACK, flags, 0, pe->rx_hi, aux, NULL, 0), NULL);
+        offer(f, p, b, frame(f, p, b, 0, CHAN_ACK, flags, 0, pe->rx_hi, aux, NULL, 0), NULL);
         break;
     case 1: { /* NACK: the newest frame (val & 3 more back) refused */
         uint32_t back = 1 + (val & 3), nack = pe->rx_hi >= back ? pe->rx_hi - back : 0;
         offer(f, p, b,
-              frame(f, b, 0, CHAN_ACK, (uint16_t)(flags | CHAN_F_NACK), 0, nack,
+              frame(f, p, b, 0, CHAN_ACK, (uint16_t)(flags | CHAN_F_NACK), 0, nack,
                     f->cfg.flow == QUAY_FLOW_CREDIT ? aux : nack, NULL, 0),
               NULL);
         break;
     }
     case 2: /* PING */
         offer(f, p, b,
-              frame(f, b, 0, CHAN_ACK, (uint16_t)(flags | CHAN_F_PING), 0, pe->rx_hi, aux, NULL,
+              frame(f, p, b, 0, CHAN_ACK, (uint16_t)(flags | CHAN_F_PING), 0, pe->rx_hi, aux, NULL,
                     0),
               NULL);
         break;
     case 3: /* a credit grant (or BLOCKED) */
         offer(f, p, b,
-              frame(f, b, 0, CHAN_ACK, (uint16_t)(flags | ((v & 8) ? CHAN_F_BLOCKED : 0)), 0,
+              frame(f, p, b, 0, CHAN_ACK, (uint16_t)(flags | ((v & 8) ? CHAN_F_BLOCKED : 0)), 0,
                     pe->rx_hi, pe->rx_hi + (val & 0xff), NULL, 0),
               NULL);
         break;
     case 4: /* a literal ack value */
-        offer(f, p, b, frame(f, b, 0, CHAN_ACK, flags, 0, val, aux, NULL, 0), NULL);
+        offer(f, p, b, frame(f, p, b, 0, CHAN_ACK, flags, 0, val, aux, NULL, 0), NULL);
         break;
     case 5:
         retransmit(f, p);
         break;
     case 6: /* for another channel */
         offer(f, p, b,
-              frame(f, b, (int)((v >> 3) & 7), CHAN_ACK, flags, 0, (v & 0x40) ? val : 0, aux,
+              frame(f, p, b, (int)((v >> 3) & 7), CHAN_ACK, flags, 0, (v & 0x40) ? val : 0, aux,
                     NULL, 0),
               NULL);
         break;
     default: { /* a DATA frame with a literal sequence number and a short body */
         uint8_t body[16];
         fz_bytes(in, body, sizeof body);
-        offer(f, p, b, frame(f, b, 0, CHAN_DATA, flags, val, pe->rx_hi, aux, body, (v >> 3) % 17),
+        offer(f, p, b, frame(f, p, b, 0, CHAN_DATA, flags, val, pe->rx_hi, aux, body, (v >> 3) % 17),
               NULL);
         break;
     }

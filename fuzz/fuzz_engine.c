@@ -31,7 +31,10 @@
  *     nothing is left after quay_engine_free;
  *   - a context saved and restored (or saved, reset and restored) saves
  *     to the same bytes again, and the engine's own blob is never refused
- *     as damaged or foreign.
+ *     as damaged or foreign;
+ *   - a packet answered with QUAY_EPROTO or QUAY_ESTATE leaves every
+ *     channel's state as it was: what a saved context would hold
+ *     (snapshot_state) is the same bytes before and after the call.
  */
 #include "fe.h"
 
@@ -49,6 +52,22 @@ void fe_check_rc(fe *f, const char *call, int rc, const int *allowed)
         return;
     }
     fz_fail("%s returned %d (%s)", call, rc, quay_strerror(rc));
+}
+
+/* The CRC of frame b[0..n) (its CRC field zero) on channel ch from `from`
+ * to `to` (docs/wire.md, "Frame CRC"). */
+uint32_t fe_frame_crc(const fe *f, int ch, int32_t from, int32_t to, const uint8_t *b, size_t n)
+{
+    uint8_t ends[8];
+    size_t ne = 4;
+    if (f->n <= 65536) {
+        wire_put32(ends, (uint32_t)from | (uint32_t)to << 16);
+    } else {
+        wire_put32(ends, (uint32_t)from);
+        wire_put32(ends + 4, (uint32_t)to);
+        ne = 8;
+    }
+    return crc32c_update(f->crc, crc32c_update(f->crc, f->key[ch], ends, ne), b, n);
 }
 
 /* ---- memory the engine may read or write until the end ------------------- */
@@ -319,7 +338,7 @@ static void record_send(fe *f, const quay_action *a, int policy)
             fz_fail("frame for channel %d", ch);
         uint32_t crc = wire_get32(b + 16);
         wire_put32(b + 16, 0);
-        if (crc32c_update(f->crc, f->key[ch], b, n) != crc)
+        if (fe_frame_crc(f, ch, f->me, a->peer, b, n) != crc)
             fz_fail("frame CRC does not match channel %d's key %#x", ch, f->key[ch]);
         wire_put32(b + 16, crc);
         if (ch == 0) {
@@ -585,6 +604,7 @@ static void configure(fe *f, fz_in *in)
     f->n = 2 + (h0 & 7) % 7;
     f->me = ((h0 >> 3) & 15) % f->n;
     quay_config_default(c);
+    memset(c->key_secret, 0x5a, sizeof c->key_secret); /* (tests: any fixed secret) */
     c->rank = f->me;
     c->nranks = f->n;
     c->seed = 0xF00D;

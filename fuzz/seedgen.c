@@ -644,7 +644,7 @@ static void net_pump(net *t)
                 } else if (a.kind == QUAY_ACT_RDMA_PUT || a.kind == QUAY_ACT_RDMA_GET) {
                     void *addr = NULL;
                     uint32_t acc = a.kind == QUAY_ACT_RDMA_PUT ? QUAY_MEM_WRITE : QUAY_MEM_READ;
-                    int rc = quay_mem_resolve(t->e[a.peer], a.rdma.key, a.rdma.offset,
+                    int rc = quay_mem_resolve(t->e[a.peer], r, a.rdma.key, a.rdma.offset,
                                               a.rdma.len, acc, &addr);
                     if (rc == 0 && a.rdma.len != 0) {
                         if (acc == QUAY_MEM_WRITE)

@@ -72,6 +72,18 @@ int harness_failures(void);
 
 #define ok(cond) harness_ok(!!(cond), __FILE__, __LINE__, "%s", #cond)
 #define ok_msg(cond, ...) harness_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+
+/** A failed check inside a forked child, which has no TAP stream of its
+ *  own: a message on stderr and `fail` set (the child's exit reports it).
+ *  The caller includes <stdio.h> and <unistd.h>. */
+#define HARNESS_CHILD_CHECK(fail, cond)                                                   \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            fprintf(stderr, "  check failed (pid %d): %s (%s:%d)\n", (int)getpid(), #cond, \
+                    __FILE__, __LINE__);                                                  \
+            (fail) = 1;                                                                   \
+        }                                                                                 \
+    } while (0)
 #define is_int(got, want)                                                   \
     harness_is_int((intmax_t)(got), (intmax_t)(want), __FILE__, __LINE__,  \
                    #got, #want)

@@ -21,6 +21,7 @@ int sw_new(simworld *w, int n, uint64_t seed, sw_cfg_fn tweak, void *arg, int wo
     for (int r = 0; r < n; r++) {
         quay_config c;
         quay_config_default(&c);
+        memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (tests: any fixed secret) */
         c.rank = r;
         c.nranks = n;
         c.eager_max = 256;

@@ -47,25 +47,25 @@ static void t_local(void)
     uint64_t mem[4] = {10, 20, 30, 40}, ro[2] = {7, 8}, key, rokey, old;
     is_int(quay_mem_register(e, mem, sizeof mem, QUAY_MEM_READ | QUAY_MEM_WRITE, &key), 0);
     is_int(quay_mem_register(e, ro, sizeof ro, QUAY_MEM_READ, &rokey), 0);
-    is_int(quay_mem_atomic(e, key, 8, QUAY_ATOMIC_FADD, 5, 0, &old), 0);
+    is_int(quay_mem_atomic(e, 0, key, 8, QUAY_ATOMIC_FADD, 5, 0, &old), 0);
     ok(old == 20 && mem[1] == 25);
-    is_int(quay_mem_atomic(e, key, 16, QUAY_ATOMIC_SWAP, 99, 0, &old), 0);
+    is_int(quay_mem_atomic(e, 0, key, 16, QUAY_ATOMIC_SWAP, 99, 0, &old), 0);
     ok(old == 30 && mem[2] == 99);
-    is_int(quay_mem_atomic(e, key, 0, QUAY_ATOMIC_CAS, 1, 11, &old), 0);
+    is_int(quay_mem_atomic(e, 0, key, 0, QUAY_ATOMIC_CAS, 1, 11, &old), 0);
     ok(old == 10 && mem[0] == 10); /* miss: unchanged */
-    is_int(quay_mem_atomic(e, key, 0, QUAY_ATOMIC_CAS, 1, 10, &old), 0);
+    is_int(quay_mem_atomic(e, 0, key, 0, QUAY_ATOMIC_CAS, 1, 10, &old), 0);
     ok(old == 10 && mem[0] == 1); /* hit */
     /* Wrapping add. */
     mem[3] = UINT64_MAX;
-    is_int(quay_mem_atomic(e, key, 24, QUAY_ATOMIC_FADD, 2, 0, &old), 0);
+    is_int(quay_mem_atomic(e, 0, key, 24, QUAY_ATOMIC_FADD, 2, 0, &old), 0);
     ok(mem[3] == 1);
     /* Refused: beyond the region, read-only, forged, bad op. */
-    is_int(quay_mem_atomic(e, key, 25, QUAY_ATOMIC_FADD, 1, 0, &old), QUAY_EPROTO);
-    is_int(quay_mem_atomic(e, rokey, 0, QUAY_ATOMIC_FADD, 1, 0, &old), QUAY_EPROTO);
+    is_int(quay_mem_atomic(e, 0, key, 25, QUAY_ATOMIC_FADD, 1, 0, &old), QUAY_EPROTO);
+    is_int(quay_mem_atomic(e, 0, rokey, 0, QUAY_ATOMIC_FADD, 1, 0, &old), QUAY_EPROTO);
     ok(ro[0] == 7);
-    is_int(quay_mem_atomic(e, key ^ 0x5A5A0000ull, 0, QUAY_ATOMIC_FADD, 1, 0, &old),
+    is_int(quay_mem_atomic(e, 0, key ^ 0x5A5A0000ull, 0, QUAY_ATOMIC_FADD, 1, 0, &old),
            QUAY_ESTATE);
-    is_int(quay_mem_atomic(e, key, 0, 9, 1, 0, &old), QUAY_EINVAL);
+    is_int(quay_mem_atomic(e, 0, key, 0, 9, 1, 0, &old), QUAY_EINVAL);
     /* To this rank itself: done at once, through the same checks. */
     quay_req *q;
     uint64_t res = 0;

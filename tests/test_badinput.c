@@ -101,6 +101,7 @@ static int setup_cfg(int n, const quay_config *cfg)
     quay_config def;
     if (cfg == NULL) {
         tn_config(&def, 0, n);
+        def.malformed_limit = 0; /* (refusals are this test's subject) */
         cfg = &def;
     }
     return setup_each(n, cfg, 0);
@@ -749,6 +750,7 @@ static void t_window(void)
     /* The boundary, with reorder_window = 4: seq 3 is held, seq 4 refused. */
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.reorder_window = 4;
     if (!setup_cfg(2, &cfg))
         return;
@@ -778,6 +780,7 @@ static void t_held_descriptors(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_unexpected = 8; /* held packets may use 4 */
     if (!setup_cfg(2, &cfg))
         return;
@@ -808,6 +811,7 @@ static void t_held_bytes(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.unexpected_bytes_max = 600; /* held payload may use 300 */
     if (!setup_cfg(2, &cfg))
         return;
@@ -963,6 +967,7 @@ static void cts_pending_case(int v)
         return;
     quay_config cfg;
     tn_config(&cfg, 0, 3);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     size_t maxpkt = max_packet_of(&cfg);
     static uint8_t big[1000], big2[1000], rbig[1000], rbig2[1000];
     uint8_t small[50], rsmall[50], r0buf[50];
@@ -1490,6 +1495,7 @@ static int setup_rdma(int n, uint32_t m0, uint32_t m1)
     quay_config c[TN_MAX_RANKS];
     for (int r = 0; r < n; r++) {
         tn_config(&c[r], r, n);
+        c[r].malformed_limit = 0; /* (refusals are this test's subject) */
         c[r].transport_caps = QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT;
         c[r].rndv_mode = r == 0 ? m0 : m1;
     }
@@ -1828,6 +1834,7 @@ static int setup_arb(int n, uint32_t rtr, uint32_t any, uint32_t per_peer, uint3
     quay_config c[TN_MAX_RANKS];
     for (int r = 0; r < n; r++) {
         tn_config(&c[r], r, n);
+        c[r].malformed_limit = 0; /* (refusals are this test's subject) */
         c[r].transport_caps = QUAY_CAP_RDMA_PUT | QUAY_CAP_RDMA_GET;
         c[r].rtr = rtr;
         c[r].rtr_any = any;
@@ -2210,6 +2217,7 @@ static void t_unexpected_bytes(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.unexpected_bytes_max = 200;
     if (!setup_cfg(2, &cfg))
         return;
@@ -2262,6 +2270,7 @@ static void t_descriptor_pool(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_unexpected = 4;
     if (!setup_cfg(2, &cfg))
         return;
@@ -2303,6 +2312,7 @@ static void t_ctrl_ring(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_ctrl = 1;
     if (!setup_cfg(2, &cfg))
         return;
@@ -2372,6 +2382,7 @@ static void t_reg_replay_of_blocked_held(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_ctrl = 1;
     if (!setup_cfg(2, &cfg))
         return;
@@ -2410,6 +2421,7 @@ static void t_request_pool(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 2);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_requests = 4;
     if (!setup_cfg(2, &cfg))
         return;
@@ -2481,6 +2493,7 @@ static void t_fuzz_on_packet(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 3);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_unexpected = 4096;
     if (!setup_cfg(3, &cfg))
         return;
@@ -2695,6 +2708,7 @@ static void t_comm_create_errors(void)
 {
     quay_config cfg;
     tn_config(&cfg, 0, 3);
+    cfg.malformed_limit = 0; /* (refusals are this test's subject) */
     cfg.max_comms = 3;
     if (!setup_cfg(3, &cfg))
         return;

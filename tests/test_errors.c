@@ -80,6 +80,7 @@ static void test_config_default(void)
     quay_config cfg;
     memset(&cfg, 0xa5, sizeof cfg); /* defaults must not depend on garbage */
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
 
     is_int(cfg.version, QUAY_CONFIG_VERSION);
     ok(cfg.flags & QUAY_CFG_COMPLETE_ACTIONS);
@@ -102,6 +103,7 @@ static void test_config_documented(void)
 {
     quay_config cfg;
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
 
     is_int(cfg.flags, QUAY_CFG_COMPLETE_ACTIONS);
     is_int(cfg.rank, 0);
@@ -141,21 +143,25 @@ static void test_engine_new_rejects(void)
     ok(e == NULL);
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     is_int(quay_engine_new(&cfg, NULL), QUAY_EINVAL);
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.version = 0;
     expect_reject(&cfg, QUAY_EVERSION, "version 0");
     cfg.version = QUAY_CONFIG_VERSION + 1;
     expect_reject(&cfg, QUAY_EVERSION, "a future version");
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.nranks = 0;
     expect_reject(&cfg, QUAY_EINVAL, "nranks 0");
     cfg.nranks = -3;
     expect_reject(&cfg, QUAY_EINVAL, "negative nranks");
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.nranks = 4;
     cfg.rank = 4;
     expect_reject(&cfg, QUAY_EINVAL, "rank == nranks");
@@ -165,12 +171,14 @@ static void test_engine_new_rejects(void)
     expect_reject(&cfg, QUAY_EINVAL, "negative rank");
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.pipeline_depth = 0;
     expect_reject(&cfg, QUAY_EINVAL, "pipeline_depth 0");
     cfg.pipeline_depth = 65;
     expect_reject(&cfg, QUAY_EINVAL, "pipeline_depth 65");
 
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.max_packet = QUAY_MAX_HEADER; /* no room for any payload */
     expect_reject(&cfg, QUAY_EINVAL, "max_packet below header + eager_max");
 }
@@ -180,6 +188,7 @@ static void test_engine_new_default(void)
     quay_config cfg;
     quay_engine *e = NULL;
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
 
     if (!is_int(quay_engine_new(&cfg, &e), QUAY_OK) || !ok(e != NULL))
         return;
@@ -232,6 +241,7 @@ static void test_engine_new_alloc_failure(void)
     quay_config cfg;
     quay_engine *e = NULL;
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.alloc.alloc = ca_alloc;
     cfg.alloc.release = ca_release;
     cfg.alloc.ctx = &ca;

@@ -16,6 +16,7 @@ static quay_engine *mk(int rank, int n, uint32_t channels, uint32_t max_regions)
 {
     quay_config c;
     quay_config_default(&c);
+    memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (tests: any fixed secret) */
     c.rank = rank;
     c.nranks = n;
     c.flow = channels > 1 ? QUAY_FLOW_ACKNACK : QUAY_FLOW_NONE;
@@ -37,44 +38,44 @@ static void t_keys(void)
     is_int(quay_mem_register(e, a, sizeof a, QUAY_MEM_READ | QUAY_MEM_WRITE, &ka), 0);
     is_int(quay_mem_register(e, b, sizeof b, QUAY_MEM_READ, &kb), 0);
     ok(ka != kb && ka != 0);
-    is_int(quay_mem_resolve(e, ka, 10, 90, QUAY_MEM_WRITE, &p), 0);
+    is_int(quay_mem_resolve(e, 0, ka, 10, 90, QUAY_MEM_WRITE, &p), 0);
     ok(p == a + 10);
-    is_int(quay_mem_resolve(e, ka, 100, 0, QUAY_MEM_READ, &p), 0); /* empty, at the end */
-    is_int(quay_mem_resolve(e, ka, 10, 91, QUAY_MEM_WRITE, &p), QUAY_EPROTO);
+    is_int(quay_mem_resolve(e, 0, ka, 100, 0, QUAY_MEM_READ, &p), 0); /* empty, at the end */
+    is_int(quay_mem_resolve(e, 0, ka, 10, 91, QUAY_MEM_WRITE, &p), QUAY_EPROTO);
     ok(p == NULL);
-    is_int(quay_mem_resolve(e, ka, 101, 0, QUAY_MEM_READ, &p), QUAY_EPROTO);
-    is_int(quay_mem_resolve(e, ka, UINT64_MAX, 2, QUAY_MEM_READ, &p), QUAY_EPROTO);
-    is_int(quay_mem_resolve(e, ka, 1, UINT64_MAX, QUAY_MEM_READ, &p), QUAY_EPROTO);
-    is_int(quay_mem_resolve(e, kb, 0, 1, QUAY_MEM_WRITE, &p), QUAY_EPROTO); /* read-only */
-    is_int(quay_mem_resolve(e, kb, 0, 1, 0, &p), QUAY_EPROTO);
+    is_int(quay_mem_resolve(e, 0, ka, 101, 0, QUAY_MEM_READ, &p), QUAY_EPROTO);
+    is_int(quay_mem_resolve(e, 0, ka, UINT64_MAX, 2, QUAY_MEM_READ, &p), QUAY_EPROTO);
+    is_int(quay_mem_resolve(e, 0, ka, 1, UINT64_MAX, QUAY_MEM_READ, &p), QUAY_EPROTO);
+    is_int(quay_mem_resolve(e, 0, kb, 0, 1, QUAY_MEM_WRITE, &p), QUAY_EPROTO); /* read-only */
+    is_int(quay_mem_resolve(e, 0, kb, 0, 1, 0, &p), QUAY_EPROTO);
     /* Forged: any bit of a valid key changed names nothing. */
     int forged_refused = 1;
     for (int bit = 0; bit < 64; bit++)
-        forged_refused &= quay_mem_resolve(e, ka ^ (1ull << bit), 0, 1, QUAY_MEM_READ, &p) != 0;
+        forged_refused &= quay_mem_resolve(e, 0, ka ^ (1ull << bit), 0, 1, QUAY_MEM_READ, &p) != 0;
     ok_msg(forged_refused, "each of the 64 one-bit forgeries of a key refused");
     int random_refused = 1;
     uint64_t x = 0x12345;
     for (int i = 0; i < 100000; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        random_refused &= quay_mem_resolve(e, x, 0, 0, QUAY_MEM_READ, &p) != 0;
+        random_refused &= quay_mem_resolve(e, 0, x, 0, 0, QUAY_MEM_READ, &p) != 0;
     }
     ok_msg(random_refused, "100,000 random keys refused");
     /* Another channel's table does not know this key. */
     quay_engine *ch1 = quay_engine_channel(e, 1);
     is_int(quay_mem_register(ch1, a, sizeof a, QUAY_MEM_READ, &kx), 0);
     ok(kx != ka);
-    is_int(quay_mem_resolve(e, kx, 0, 1, QUAY_MEM_READ, &p), 0); /* any handle resolves */
+    is_int(quay_mem_resolve(e, 0, kx, 0, 1, QUAY_MEM_READ, &p), 0); /* any handle resolves */
     ok(p == a);
     is_int(quay_mem_deregister(e, kx), QUAY_EINVAL); /* channel 0 does not own it */
     is_int(quay_mem_deregister(ch1, kx), 0);
     /* Stale: deregistered, even when its slot is reused. */
     is_int(quay_mem_deregister(e, ka), 0);
-    is_int(quay_mem_resolve(e, ka, 0, 1, QUAY_MEM_READ, &p), QUAY_ESTATE);
+    is_int(quay_mem_resolve(e, 0, ka, 0, 1, QUAY_MEM_READ, &p), QUAY_ESTATE);
     is_int(quay_mem_deregister(e, ka), QUAY_EINVAL);
     uint64_t k2;
     is_int(quay_mem_register(e, a, sizeof a, QUAY_MEM_READ, &k2), 0);
     ok(k2 != ka);
-    is_int(quay_mem_resolve(e, ka, 0, 1, QUAY_MEM_READ, &p), QUAY_ESTATE);
+    is_int(quay_mem_resolve(e, 0, ka, 0, 1, QUAY_MEM_READ, &p), QUAY_ESTATE);
     /* Bounded table. */
     uint64_t k3, k4, k5;
     is_int(quay_mem_register(e, a, 1, QUAY_MEM_READ, &k3), 0);
@@ -233,6 +234,7 @@ static void t_refused_and_self(void)
     /* Without the transport capability, one-sided to a peer is refused. */
     quay_config c;
     quay_config_default(&c);
+    memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (tests: any fixed secret) */
     c.nranks = 2;
     quay_engine *e;
     quay_engine_new(&c, &e);
@@ -265,7 +267,7 @@ static void t_quiesce(void)
     quay_channel_quiesce(a);
     is_int(quay_channel_is_stable(a), 0); /* the put is in the adapter */
     void *p;
-    is_int(quay_mem_resolve(b, act.rdma.key, 0, 4, QUAY_MEM_WRITE, &p), 0);
+    is_int(quay_mem_resolve(b, 0, act.rdma.key, 0, 4, QUAY_MEM_WRITE, &p), 0);
     memcpy(p, act.rdma.local, 4);
     is_int(quay_on_op_done(a, act.token, 0), 0);
     is_int(quay_channel_is_stable(a), 1);

@@ -177,7 +177,7 @@ static void t_roundtrip(void)
     /* C7 with a new context: empty, its own key; run something in it. */
     is_int(quay_channel_reset(a, 0x77), 0);
     is_int(quay_channel_reset(b, 0x77), 0);
-    is_int(quay_mem_resolve(b, key, 0, 1, QUAY_MEM_READ, &addr), QUAY_ESTATE);
+    is_int(quay_mem_resolve(b, 0, key, 0, 1, QUAY_MEM_READ, &addr), QUAY_ESTATE);
     quay_stats e0;
     quay_engine_stats(b, &e0);
     is_int(e0.reqs_in_use, 0);
@@ -206,7 +206,7 @@ static void t_roundtrip(void)
     /* C7 with the saved context, C8: it finishes as if never away. */
     is_int(quay_engine_restore(a, ba, la), 0);
     is_int(quay_engine_restore(b, bb, lb), 0);
-    is_int(quay_mem_resolve(b, key, 8, 8, QUAY_MEM_READ, &addr), 0);
+    is_int(quay_mem_resolve(b, 0, key, 8, 8, QUAY_MEM_READ, &addr), 0);
     ok(addr == win + 8);
     is_int(quay_mem_deregister(b, key), 0);
     quay_stats ra, rb;

@@ -1752,6 +1752,7 @@ static void failmalloc_create(const char *what, uint32_t flags, int32_t nranks)
     falloc fa = {0, 0, 0};
     quay_config cfg;
     quay_config_default(&cfg);
+    memset(cfg.key_secret, 0x5a, sizeof cfg.key_secret); /* (tests: any fixed secret) */
     cfg.flags |= flags;
     cfg.nranks = nranks;
     cfg.rank = nranks - 1;
@@ -1859,7 +1860,9 @@ static void t_rdma(void)
     is_int(quay_next_action(T.e[0], &a), 1);
     is_int(a.kind, QUAY_ACT_RDMA_PUT);
     void *p;
-    is_int(quay_mem_resolve(T.e[1], a.rdma.key, a.rdma.offset, a.rdma.len, QUAY_MEM_WRITE, &p), 0);
+    is_int(quay_mem_resolve(T.e[1], 0, a.rdma.key, a.rdma.offset, a.rdma.len, QUAY_MEM_WRITE,
+                            &p),
+           0);
     memcpy(p, a.rdma.local, (size_t)a.rdma.len);
     is_int(quay_on_op_done(T.e[0], a.token, 0), 0);
     ok(quay_req_test(r1, &st) == 1 && st.error == 0 && st.count == 8);

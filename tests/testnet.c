@@ -9,6 +9,7 @@
 void tn_config(quay_config *cfg, int r, int n)
 {
     quay_config_default(cfg);
+    memset(cfg->key_secret, 0x5a, sizeof cfg->key_secret); /* (tests: any fixed secret) */
     cfg->rank = r;
     cfg->nranks = n;
     cfg->eager_max = 256;
@@ -129,7 +130,7 @@ static int tn_rdma(testnet *t, tn_pkt *p)
 {
     int put = p->rdma == QUAY_ACT_RDMA_PUT;
     void *addr;
-    int rc = quay_mem_resolve(t->e[p->to], p->key, p->off, p->len,
+    int rc = quay_mem_resolve(t->e[p->to], p->from, p->key, p->off, p->len,
                               put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
     if (rc == 0 && p->len != 0) {
         if (put)

@@ -13,18 +13,26 @@
  * tcp: it makes one listening socket per rank (on QUAY_TCP_ADDR, default
  * 127.0.0.1), so every address is known before any rank starts: each rank
  * gets its own socket (QUAY_TCP_FD), every rank's address (QUAY_TCP_PEERS)
- * and a random job cookie (QUAY_TCP_JOB), and connects to the others
- * itself (adapters/sockets). A rank that dies closes its connections,
- * which is how the others learn.
+ * and connects to the others itself (adapters/sockets). The random job
+ * cookie comes in a pipe (QUAY_TCP_JOB_FD) that the rank reads once: in
+ * the environment, any process of the user could read it from /proc and
+ * pass for a rank. A rank that dies closes its connections, which is how
+ * the others learn once connected; before that, quayrun writes its number
+ * to every rank's dead-rank pipe (QUAY_TCP_DEAD_FD), so that nobody waits
+ * for it until the connect limit.
  *
  * SIGINT, SIGTERM and SIGHUP sent to quayrun are passed on to the ranks.
  * If a rank fails
  * (non-zero status or killed by a signal), the others get a grace period
  * to finish, then are killed.
  *
- * Exit status: 0 if every rank exited 0; otherwise the first failure seen:
- * the rank's exit status, or 128 + the signal that killed it. 2 for a
- * usage error, 1 if quayrun itself could not start the job.
+ * Exit status: 0 if every rank exited 0; otherwise the first failure in
+ * time: the rank's exit status, or 128 + the signal that killed it. 2 for
+ * a usage error, 1 if quayrun itself could not start the job. Ranks are
+ * reaped in the order they end (a pidfd each, in one epoll set, which
+ * hands them out in the order they became ready): waitpid(-1) would
+ * return them in fork order, and a survivor that exits just after the
+ * rank that failed would be taken for the cause.
  *
  * Environment read here: QUAY_SHM_RING_KB (packet ring per ordered pair,
  * default 256, smaller for large N), QUAY_SHM_CTL_KB (RDMA request ring,
@@ -36,8 +44,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,7 +79,16 @@ typedef struct job {
     int tcp;          /* --transport tcp */
     qshm_seg seg;     /* shm */
     int *listen_fd;   /* tcp: per rank, until its fork */
+    int *dead_w;      /* tcp: per rank, its dead-rank pipe (-1: closed) */
+    int *pidfd;       /* per rank (-1: none, reaped on SIGCHLD) */
+    int ep;           /* epoll: the pidfds and sfd */
+    int sfd;          /* signalfd: SIGCHLD, SIGINT, SIGTERM, SIGHUP */
+    struct rlimit nofile; /* as we found it, for the ranks */
+    int nofile_set;       /* nofile is known */
 } job;
+
+/* epoll keys: a rank's pidfd is its number; the signalfd is this. */
+#define KEY_SIGNALS UINT64_MAX
 
 static void usage(FILE *f)
 {
@@ -211,9 +232,10 @@ static int ring_sizes(int n, uint64_t *ring, uint64_t *ctl)
 
 /* Variables quayrun sets: a value inherited from our own environment
  * would confuse the rank (e.g. quayrun started under quayrun). */
-static const char *const OURS[] = {"QUAY_RANK=",   "QUAY_SIZE=",      "QUAY_TRANSPORT=",
-                                   "QUAY_SHM_FD=", "QUAY_TCP_FD=",    "QUAY_TCP_PEERS=",
-                                   "QUAY_TCP_JOB="};
+static const char *const OURS[] = {
+    "QUAY_RANK=",      "QUAY_SIZE=",       "QUAY_TRANSPORT=", "QUAY_SHM_FD=",
+    "QUAY_TCP_FD=",    "QUAY_TCP_PEERS=",  "QUAY_TCP_JOB=",   "QUAY_TCP_JOB_FD=",
+    "QUAY_TCP_DEAD_FD="};
 #define NOURS (sizeof OURS / sizeof OURS[0])
 
 /* The environment of rank r: ours without any of OURS, then the rank's
@@ -239,17 +261,23 @@ static char **rank_env(char *const *set, size_t nset)
     return env;
 }
 
-/* In the child: back to the signal mask the program expects, die with
- * quayrun, keep the segment fd across exec, become the program. */
-static void child(const job *j, const sigset_t *oldmask, pid_t parent, int fd, char **env)
+/* In the child: back to the signal mask and descriptor limit the program
+ * expects, die with quayrun, keep the rank's descriptors across exec,
+ * become the program. */
+static void child(const job *j, const sigset_t *oldmask, pid_t parent, const int *fd, int nfd,
+                  char **env)
 {
     sigprocmask(SIG_SETMASK, oldmask, NULL);
+    if (j->nofile_set)
+        setrlimit(RLIMIT_NOFILE, &j->nofile);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127); /* quayrun died before prctl took effect */
-    int fl = fcntl(fd, F_GETFD);
-    if (fl >= 0)
-        fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+    for (int i = 0; i < nfd; i++) {
+        int fl = fcntl(fd[i], F_GETFD);
+        if (fl >= 0)
+            fcntl(fd[i], F_SETFD, fl & ~FD_CLOEXEC);
+    }
     execvpe(j->argv[0], j->argv, env);
     fprintf(stderr, "quayrun: cannot run %s: %s\n", j->argv[0], strerror(errno));
     _exit(127);
@@ -262,12 +290,36 @@ static void kill_all(job *j, int sig)
             kill(j->pid[r], sig);
 }
 
+/* tcp: rank r ended; ranks still starting must not wait for it. A rank
+ * that has closed its pipe is connected (or gone): it hears no more. */
+static void tell_dead(job *j, int r)
+{
+    uint32_t rec = (uint32_t)r;
+    if (j->dead_w == NULL)
+        return;
+    if (j->dead_w[r] >= 0)
+        close(j->dead_w[r]);
+    j->dead_w[r] = -1;
+    for (int k = 0; k < j->n && !j->killed; k++) {
+        /* 4 bytes: written whole or not at all (EAGAIN: a pipe full of
+         * news the rank does not read, which cannot happen below 16384
+         * ranks). SIGPIPE is blocked: EPIPE. */
+        if (j->dead_w[k] >= 0 && write(j->dead_w[k], &rec, sizeof rec) < 0 && errno != EAGAIN) {
+            close(j->dead_w[k]);
+            j->dead_w[k] = -1;
+        }
+    }
+}
+
 /* A rank ended: report a failure, remember the first one, tell the others. */
 static void reaped(job *j, int r, int st)
 {
     int code = 0;
     j->pid[r] = 0;
     j->running--;
+    if (j->pidfd[r] >= 0)
+        close(j->pidfd[r]); /* also leaves the epoll set */
+    j->pidfd[r] = -1;
     if (!j->tcp)
         qshm_seg_mark_exited(&j->seg, (uint32_t)r);
     if (WIFSIGNALED(st)) {
@@ -280,6 +332,8 @@ static void reaped(job *j, int r, int st)
         code = WEXITSTATUS(st);
         fprintf(stderr, "quayrun: rank %d exited with status %d\n", r, code);
     }
+    if (j->tcp)
+        tell_dead(j, r);
     if (code == 0)
         return;
     if (j->status == 0)
@@ -291,23 +345,52 @@ static void reaped(job *j, int r, int st)
     }
 }
 
-static void reap(job *j)
+/* Rank r's pidfd is ready: it has ended. */
+static void reap_rank(job *j, int r)
 {
     int st;
-    pid_t p;
-    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-        for (int r = 0; r < j->n; r++) {
-            if (j->pid[r] == p) {
-                reaped(j, r, st);
-                break;
-            }
-        }
-    }
+    if (r < 0 || r >= j->n || j->pid[r] <= 0)
+        return;
+    if (waitpid(j->pid[r], &st, WNOHANG) == j->pid[r])
+        reaped(j, r, st);
 }
 
-/* Fork and exec rank r with `set` added to the environment and `fd`
- * kept open across exec. */
-static int spawn(job *j, const sigset_t *oldmask, int r, int fd, char *const *set, size_t nset)
+/* SIGCHLD: the ranks without a pidfd (a kernel without pidfd_open, or out
+ * of descriptors), the one the signal names first: it ended before the
+ * others. Ranks with a pidfd are left to it. */
+static void reap_unwatched(job *j, pid_t first)
+{
+    int st;
+    for (int r = 0; r < j->n; r++)
+        if (j->pid[r] == first && j->pidfd[r] < 0 &&
+            waitpid(j->pid[r], &st, WNOHANG) == j->pid[r])
+            reaped(j, r, st);
+    for (int r = 0; r < j->n; r++)
+        if (j->pid[r] > 0 && j->pidfd[r] < 0 && waitpid(j->pid[r], &st, WNOHANG) == j->pid[r])
+            reaped(j, r, st);
+}
+
+/* Watch rank r's end through a pidfd; without one, SIGCHLD still tells. */
+static void watch(job *j, int r)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, j->pid[r], 0); /* close-on-exec */
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)r};
+    if (fd >= 0 && epoll_ctl(j->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    j->pidfd[r] = fd;
+#else
+    (void)j;
+    (void)r;
+#endif
+}
+
+/* Fork and exec rank r with `set` added to the environment and fd[0,
+ * nfd) kept open across exec. */
+static int spawn(job *j, const sigset_t *oldmask, int r, const int *fd, int nfd, char *const *set,
+                 size_t nset)
 {
     char **env = rank_env(set, nset);
     if (env == NULL) {
@@ -317,7 +400,7 @@ static int spawn(job *j, const sigset_t *oldmask, int r, int fd, char *const *se
     pid_t self = getpid();
     pid_t p = fork();
     if (p == 0)
-        child(j, oldmask, self, fd, env);
+        child(j, oldmask, self, fd, nfd, env);
     free(env);
     if (p < 0) {
         fprintf(stderr, "quayrun: fork: %s\n", strerror(errno));
@@ -325,6 +408,7 @@ static int spawn(job *j, const sigset_t *oldmask, int r, int fd, char *const *se
     }
     j->pid[r] = p;
     j->running++;
+    watch(j, r);
     return 0;
 }
 
@@ -347,9 +431,53 @@ static int start_shm(job *j, const sigset_t *oldmask)
         snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
         snprintf(set[2], sizeof set[2], "QUAY_TRANSPORT=shm");
         snprintf(set[3], sizeof set[3], "QUAY_SHM_FD=%d", fd);
-        rc = spawn(j, oldmask, r, fd, sets, 4);
+        rc = spawn(j, oldmask, r, &fd, 1, sets, 4);
     }
     close(fd); /* our mapping keeps the segment */
+    return rc;
+}
+
+/* tcp rank r: its listener, the cookie in a pipe of its own (written and
+ * closed here, so the rank finds it all there and nobody can add to it),
+ * and its dead-rank pipe, whose write end we keep. */
+static int spawn_tcp(job *j, const sigset_t *oldmask, int r, uint64_t cookie, char *peers)
+{
+    int jp[2] = {-1, -1}, dp[2] = {-1, -1}, rc = -1;
+    char set[6][48], text[24];
+    char *sets[7] = {set[0], set[1], set[2], set[3], set[4], set[5], peers};
+    int len = snprintf(text, sizeof text, "%016llx\n", (unsigned long long)cookie);
+    if (pipe2(jp, O_CLOEXEC) != 0 || pipe2(dp, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "quayrun: pipe: %s\n", strerror(errno));
+        goto out;
+    }
+    /* 17 bytes into an empty pipe: written whole at once. */
+    if (write(jp[1], text, (size_t)len) != (ssize_t)len) {
+        fprintf(stderr, "quayrun: cannot write the job cookie: %s\n", strerror(errno));
+        goto out;
+    }
+    close(jp[1]);
+    jp[1] = -1;
+    snprintf(set[0], sizeof set[0], "QUAY_RANK=%d", r);
+    snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
+    snprintf(set[2], sizeof set[2], "QUAY_TRANSPORT=tcp");
+    snprintf(set[3], sizeof set[3], "QUAY_TCP_FD=%d", j->listen_fd[r]);
+    snprintf(set[4], sizeof set[4], "QUAY_TCP_JOB_FD=%d", jp[0]);
+    snprintf(set[5], sizeof set[5], "QUAY_TCP_DEAD_FD=%d", dp[0]);
+    int keep[3] = {j->listen_fd[r], jp[0], dp[0]};
+    rc = spawn(j, oldmask, r, keep, 3, sets, 7);
+    if (rc == 0) {
+        j->dead_w[r] = dp[1];
+        dp[1] = -1;
+    }
+out:
+    /* The rank has its copies; later ranks must not inherit ours. */
+    for (int i = 0; i < 2; i++) {
+        if (jp[i] >= 0)
+            close(jp[i]);
+        if (dp[i] >= 0)
+            close(dp[i]);
+    }
+    explicit_bzero(text, sizeof text);
     return rc;
 }
 
@@ -366,13 +494,14 @@ static int start_tcp(job *j, const sigset_t *oldmask)
     if (host == NULL || *host == '\0')
         host = "127.0.0.1"; /* ranks of one host: loopback, nothing exposed */
     j->listen_fd = malloc((size_t)j->n * sizeof *j->listen_fd);
-    if (peers == NULL || j->listen_fd == NULL) {
+    j->dead_w = malloc((size_t)j->n * sizeof *j->dead_w);
+    if (peers == NULL || j->listen_fd == NULL || j->dead_w == NULL) {
         fprintf(stderr, "quayrun: out of memory\n");
         free(peers);
         return -1;
     }
     for (int r = 0; r < j->n; r++)
-        j->listen_fd[r] = -1;
+        j->listen_fd[r] = j->dead_w[r] = -1;
     len = (size_t)snprintf(peers, cap, "QUAY_TCP_PEERS=");
     for (int r = 0; r < j->n && rc == 0; r++) {
         int fd = qrt_tcp_listen(host, addrs, sizeof addrs);
@@ -388,19 +517,13 @@ static int start_tcp(job *j, const sigset_t *oldmask)
     if (rc == 0 && getrandom(&cookie, sizeof cookie, 0) != (ssize_t)sizeof cookie)
         cookie = ((uint64_t)getpid() << 32) ^ (uint64_t)(now_s() * 1e9);
     for (int r = 0; r < j->n && rc == 0; r++) {
-        char set[5][48];
-        char *sets[6] = {set[0], set[1], set[2], set[3], set[4], peers};
-        snprintf(set[0], sizeof set[0], "QUAY_RANK=%d", r);
-        snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
-        snprintf(set[2], sizeof set[2], "QUAY_TRANSPORT=tcp");
-        snprintf(set[3], sizeof set[3], "QUAY_TCP_JOB=%016llx", (unsigned long long)cookie);
-        snprintf(set[4], sizeof set[4], "QUAY_TCP_FD=%d", j->listen_fd[r]);
-        rc = spawn(j, oldmask, r, j->listen_fd[r], sets, 6);
+        rc = spawn_tcp(j, oldmask, r, cookie, peers);
         /* The rank has its copy; ours would keep the port open after the
          * rank is gone (and later ranks must not inherit it). */
         close(j->listen_fd[r]);
         j->listen_fd[r] = -1;
     }
+    explicit_bzero(&cookie, sizeof cookie);
     for (int r = 0; r < j->n; r++)
         if (j->listen_fd[r] >= 0)
             close(j->listen_fd[r]);
@@ -415,10 +538,88 @@ static int start(job *j, const sigset_t *oldmask)
     return j->tcp ? start_tcp(j, oldmask) : start_shm(j, oldmask);
 }
 
+/* A signal for quayrun (one read from sfd). */
+static void on_signal(job *j, const struct signalfd_siginfo *si)
+{
+    int sig = (int)si->ssi_signo;
+    if (sig == SIGCHLD) {
+        reap_unwatched(j, (pid_t)si->ssi_pid);
+        return;
+    }
+    /* A terminal's ^C reached the ranks already (same process group,
+     * SI_KERNEL): pass on only what was sent to us alone. A second signal
+     * kills. */
+    j->signals++;
+    if (j->signals > 1) {
+        kill_all(j, SIGKILL);
+        j->killed = 1;
+    } else if (si->ssi_code != SI_KERNEL) {
+        kill_all(j, sig);
+    }
+    if (j->deadline == 0)
+        j->deadline = now_s() + j->grace_s;
+}
+
+static void on_signals(job *j)
+{
+    struct signalfd_siginfo si[8];
+    ssize_t n;
+    while ((n = read(j->sfd, si, sizeof si)) > 0)
+        for (size_t i = 0; i < (size_t)n / sizeof si[0]; i++)
+            on_signal(j, &si[i]);
+}
+
+/* epoll_wait's timeout: -1, or until the grace period ends (rounded up,
+ * so that waking early never looks like the end). */
+static int wait_ms(const job *j)
+{
+    if (j->deadline <= 0 || j->killed)
+        return -1;
+    double left = j->deadline - now_s();
+    return left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+}
+
+/* Signals and ends of ranks, in the order they happen, until every rank
+ * is reaped. */
+static void run(job *j)
+{
+    struct epoll_event ev[64];
+    while (j->running > 0) {
+        int ms = wait_ms(j);
+        int n = epoll_wait(j->ep, ev, 64, ms);
+        if (n < 0 && errno != EINTR) { /* EINTR: after SIGSTOP / SIGCONT */
+            fprintf(stderr, "quayrun: epoll_wait: %s\n", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.u64 == KEY_SIGNALS)
+                on_signals(j);
+            else
+                reap_rank(j, (int)ev[i].data.u64);
+        }
+        if (n == 0 && ms >= 0 && j->running > 0 && now_s() >= j->deadline) {
+            fprintf(stderr, "quayrun: killing %d rank(s) still running %gs after the failure\n",
+                    j->running, j->grace_s);
+            kill_all(j, SIGKILL);
+            j->killed = 1;
+        }
+    }
+    /* Only if epoll broke: the rest in any order. */
+    while (j->running > 0) {
+        int st;
+        pid_t p = waitpid(-1, &st, 0);
+        if (p < 0 && errno != EINTR)
+            break;
+        for (int r = 0; r < j->n && p > 0; r++)
+            if (j->pid[r] == p)
+                reaped(j, r, st);
+    }
+}
+
 int main(int argc, char **argv)
 {
     job j;
-    sigset_t set, oldmask;
+    sigset_t set, block, oldmask;
     memset(&j, 0, sizeof j);
     int rc = parse(&j, argc, argv);
     if (rc == 1) {
@@ -428,16 +629,38 @@ int main(int argc, char **argv)
     if (rc != 0)
         return 2;
     j.pid = calloc((size_t)j.n, sizeof *j.pid);
-    if (j.pid == NULL)
+    j.pidfd = malloc((size_t)j.n * sizeof *j.pidfd);
+    if (j.pid == NULL || j.pidfd == NULL)
         return 1;
+    for (int r = 0; r < j.n; r++)
+        j.pidfd[r] = -1;
+    /* Descriptors per rank (its pidfd; tcp: its listener and pipes): as
+     * many as we may; the ranks get the limit back. */
+    if (getrlimit(RLIMIT_NOFILE, &j.nofile) == 0) {
+        struct rlimit more = j.nofile;
+        more.rlim_cur = more.rlim_max;
+        j.nofile_set = 1;
+        (void)setrlimit(RLIMIT_NOFILE, &more);
+    }
 
-    /* Signals are taken synchronously (sigtimedwait) in the loop below. */
+    /* Signals are read from a signalfd in the loop below. SIGPIPE is
+     * blocked only: a rank that closed its dead-rank pipe makes our write
+     * fail with EPIPE. */
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, &oldmask);
+    block = set;
+    sigaddset(&block, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &block, &oldmask);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KEY_SIGNALS};
+    j.ep = epoll_create1(EPOLL_CLOEXEC);
+    j.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (j.ep < 0 || j.sfd < 0 || epoll_ctl(j.ep, EPOLL_CTL_ADD, j.sfd, &ev) != 0) {
+        fprintf(stderr, "quayrun: epoll / signalfd: %s\n", strerror(errno));
+        return 1;
+    }
 
     if (start(&j, &oldmask) != 0) {
         kill_all(&j, SIGKILL);
@@ -445,43 +668,19 @@ int main(int argc, char **argv)
             ;
         return 1;
     }
-
-    while (j.running > 0) {
-        siginfo_t info;
-        struct timespec ts, *tsp = NULL;
-        if (j.deadline > 0 && !j.killed) {
-            double left = j.deadline - now_s();
-            if (left < 0)
-                left = 0;
-            ts.tv_sec = (time_t)left;
-            ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
-            tsp = &ts;
-        }
-        int sig = sigtimedwait(&set, &info, tsp);
-        if (sig == SIGCHLD) {
-            reap(&j);
-        } else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-            /* A terminal's ^C reached the ranks already (same process
-             * group, SI_KERNEL): pass on only what was sent to us alone.
-             * A second signal kills. */
-            j.signals++;
-            if (j.signals > 1) {
-                kill_all(&j, SIGKILL);
-                j.killed = 1;
-            } else if (info.si_code != SI_KERNEL) {
-                kill_all(&j, sig);
-            }
-            if (j.deadline == 0)
-                j.deadline = now_s() + j.grace_s;
-        } else if (sig < 0 && errno == EAGAIN) {
-            fprintf(stderr, "quayrun: killing %d rank(s) still running %gs after the failure\n",
-                    j.running, j.grace_s);
-            kill_all(&j, SIGKILL);
-            j.killed = 1;
-        }
-    }
+    run(&j);
     if (!j.tcp)
         qshm_seg_detach(&j.seg);
+    for (int r = 0; r < j.n; r++) {
+        if (j.pidfd[r] >= 0)
+            close(j.pidfd[r]);
+        if (j.dead_w != NULL && j.dead_w[r] >= 0)
+            close(j.dead_w[r]);
+    }
+    close(j.sfd);
+    close(j.ep);
+    free(j.dead_w);
+    free(j.pidfd);
     free(j.pid);
     return j.status;
 }

@@ -107,6 +107,7 @@ static void coll_engines_new(const sim_coll_spec *s, coll_job *j, tsim *t)
     for (int r = 0; r < s->n; r++) {
         quay_config c;
         quay_config_default(&c);
+        memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (a simulation: any fixed secret) */
         c.rank = r;
         c.nranks = s->n;
         c.max_requests = 128;
@@ -213,6 +214,7 @@ static tsim *rdma_world_new(const nicsim_model *m, int atomic_host, int n, quay_
     for (int r = 0; r < n; r++) {
         quay_config c;
         quay_config_default(&c);
+        memset(c.key_secret, 0x5a, sizeof c.key_secret); /* (a simulation: any fixed secret) */
         c.rank = r;
         c.nranks = n;
         c.max_requests = 64;

@@ -785,8 +785,8 @@ static void rdma_execute(nicsim *sim, ns_pkt *p)
     if (p->rdma == NS_RDMA_ATOMIC) {
         /* The target NIC: one operation at a time on that engine's memory. */
         uint64_t old = 0;
-        int arc = quay_mem_atomic(sim->nodes[p->dst].e, p->key, p->offset, p->aop, p->aoperand,
-                                  p->acompare, &old);
+        int arc = quay_mem_atomic(sim->nodes[p->dst].e, p->src, p->key, p->offset, p->aop,
+                                  p->aoperand, p->acompare, &old);
         if (arc == 0)
             memcpy(p->local, &old, sizeof old);
         else
@@ -795,7 +795,7 @@ static void rdma_execute(nicsim *sim, ns_pkt *p)
         bump(sim, p->src);
         return;
     }
-    int rc = quay_mem_resolve(sim->nodes[p->dst].e, p->key, p->offset, p->rlen,
+    int rc = quay_mem_resolve(sim->nodes[p->dst].e, p->src, p->key, p->offset, p->rlen,
                               put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
     if (rc == 0 && p->rlen != 0) {
         if (put)

@@ -666,14 +666,14 @@ static int rdma_exec(tsim *t, tpkt *p)
     trank *tr = &t->r[p->to];
     if (p->kind == PK_ATOMIC) {
         uint64_t old = 0;
-        int rc = quay_mem_atomic(tr->host, p->key, p->off, p->aop, p->aoperand, p->acompare,
-                                 &old);
+        int rc = quay_mem_atomic(tr->host, p->from, p->key, p->off, p->aop, p->aoperand,
+                                 p->acompare, &old);
         if (rc == 0)
             memcpy(p->local, &old, sizeof old);
         return rc;
     }
     void *mem = NULL;
-    int rc = quay_mem_resolve(tr->host, p->key, p->off, p->len,
+    int rc = quay_mem_resolve(tr->host, p->from, p->key, p->off, p->len,
                               p->kind == PK_PUT ? QUAY_MEM_WRITE : QUAY_MEM_READ, &mem);
     if (rc == 0 && p->len != 0) {
         if (p->kind == PK_PUT)

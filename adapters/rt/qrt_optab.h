@@ -24,6 +24,7 @@ typedef struct qrt_op {
     uint8_t used;
     uint8_t kind;   /* the transport's (what the action is, or the reply it expects) */
     uint8_t split;  /* the transport's (shm: the target split the copy) */
+    uint8_t held;   /* the transport's: its request waits, unsent (depth) */
 } qrt_op;
 
 typedef struct qrt_optab {

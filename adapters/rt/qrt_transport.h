@@ -34,11 +34,13 @@ typedef struct qrt_sink {
     int (*packet)(void *ctx, int32_t peer, const void *bytes, size_t len);
     /** A SEND the transport queued, or an RDMA action, is finished. */
     void (*op_done)(void *ctx, uint64_t token, int status);
-    /** Target side of an RDMA GET/PUT: quay_mem_resolve on this rank. */
-    int (*mem_resolve)(void *ctx, uint64_t key, uint64_t offset, uint64_t len,
+    /** Target side of an RDMA GET/PUT from `peer` (the rank the
+     *  transport knows sent the request): quay_mem_resolve on this rank. */
+    int (*mem_resolve)(void *ctx, int32_t peer, uint64_t key, uint64_t offset, uint64_t len,
                        uint32_t access, void **addr);
-    /** Target side of an RDMA atomic: quay_mem_atomic on this rank. */
-    int (*mem_atomic)(void *ctx, uint64_t key, uint64_t offset, uint32_t op,
+    /** Target side of an RDMA atomic from `peer`: quay_mem_atomic on this
+     *  rank. */
+    int (*mem_atomic)(void *ctx, int32_t peer, uint64_t key, uint64_t offset, uint32_t op,
                       uint64_t operand, uint64_t compare, uint64_t *old);
     /** `peer` said it sends nothing more (its bye, after its last frame). */
     void (*peer_bye)(void *ctx, int32_t peer);

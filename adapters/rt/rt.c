@@ -4,10 +4,12 @@
  */
 #include "quay_rt.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,18 +95,41 @@ static void sink_op_done(void *ctx, uint64_t token, int status)
     note_rc(rt, quay_on_op_done(rt->e, token, status));
 }
 
-static int sink_mem_resolve(void *ctx, uint64_t key, uint64_t offset, uint64_t len,
-                            uint32_t access, void **addr)
+/* The engine's memory keys need a secret nobody else can know: from the
+ * OS's random source, unless the embedder gave one. */
+static int key_secret(quay_config *cfg)
 {
-    qrt *rt = ctx;
-    return quay_mem_resolve(rt->e, key, offset, len, access, addr);
+    uint8_t any = 0;
+    for (size_t i = 0; i < sizeof cfg->key_secret; i++)
+        any |= cfg->key_secret[i];
+    if (any)
+        return 0;
+    size_t got = 0;
+    while (got < sizeof cfg->key_secret) {
+        ssize_t n = getrandom(cfg->key_secret + got, sizeof cfg->key_secret - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "quay: no random source for memory keys: %s\n", strerror(errno));
+            return QUAY_EINTERNAL;
+        }
+        got += (size_t)n;
+    }
+    return 0;
 }
 
-static int sink_mem_atomic(void *ctx, uint64_t key, uint64_t offset, uint32_t op,
+static int sink_mem_resolve(void *ctx, int32_t peer, uint64_t key, uint64_t offset,
+                            uint64_t len, uint32_t access, void **addr)
+{
+    qrt *rt = ctx;
+    return quay_mem_resolve(rt->e, peer, key, offset, len, access, addr);
+}
+
+static int sink_mem_atomic(void *ctx, int32_t peer, uint64_t key, uint64_t offset, uint32_t op,
                            uint64_t operand, uint64_t compare, uint64_t *old)
 {
     qrt *rt = ctx;
-    return quay_mem_atomic(rt->e, key, offset, op, operand, compare, old);
+    return quay_mem_atomic(rt->e, peer, key, offset, op, operand, compare, old);
 }
 
 static void peer_close(qrt *rt, int32_t peer, uint8_t how)
@@ -543,6 +568,8 @@ int qrt_init(const quay_config *base, qrt **prt)
         cfg.transport_caps = rt->t->caps;
         rc = env_config(&cfg);
     }
+    if (rc == 0)
+        rc = key_secret(&cfg);
     if (rc == 0)
         rc = quay_engine_new(&cfg, &rt->e);
     if (rc == 0)

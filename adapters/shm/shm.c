@@ -132,7 +132,11 @@ int shm_send_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t
         return 0;
     }
     t->want_space = 1;
-    return queue_copy(&p->q_ctl, &it);
+    if (queue_copy(&p->q_ctl, &it) != 0)
+        return QUAY_ENOMEM;
+    if (type == SHM_RDMA_DONE)
+        p->reply_bytes += sizeof it;
+    return 0;
 }
 
 int shm_try_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t len)
@@ -164,6 +168,16 @@ static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32
     shm_peer *p = &t->peers[peer];
     if (p->state != SHM_LIVE)
         return QUAY_EPEER;
+    uint64_t len = 0;
+    for (uint32_t i = 0; i < iovcnt; i++)
+        len += iov[i].len;
+    if (len > SHM_PKT_MAX) {
+        fprintf(stderr,
+                "quay shm rank %d: a %llu-byte packet exceeds the transport's limit of %u "
+                "bytes (lower QUAY_EAGER_MAX / QUAY_FRAG_SIZE)\n",
+                (int)tp->rank, (unsigned long long)len, SHM_PKT_MAX);
+        return QUAY_EINVAL;
+    }
     /* Behind queued frames, order demands the queue. Otherwise a frame
      * that fits one record goes straight into the ring, the common case:
      * one copy, no allocation. */
@@ -196,9 +210,9 @@ static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32
     return 0;
 }
 
-/* Move one queue's frames into its ring while they fit (a large one
- * perhaps only in part). Returns the records written. */
-static int flush_queue(shm_t *t, shm_queue *q, qshm_ring *r, uint32_t chunk)
+/* Move one of p's queues into its ring while its frames fit (a large
+ * one perhaps only in part). Returns the records written. */
+static int flush_queue(shm_t *t, shm_peer *p, shm_queue *q, qshm_ring *r, uint32_t chunk)
 {
     int nrec = 0;
     shm_item *it;
@@ -212,6 +226,8 @@ static int flush_queue(shm_t *t, shm_queue *q, qshm_ring *r, uint32_t chunk)
                 break;
         }
         queue_pop(q);
+        if (it->type == SHM_RDMA_DONE)
+            p->reply_bytes -= sizeof *it;
         if (it->has_token)
             t->base.sink->op_done(t->base.sink->ctx, it->token, 0);
         free(it);
@@ -222,8 +238,8 @@ static int flush_queue(shm_t *t, shm_queue *q, qshm_ring *r, uint32_t chunk)
 int shm_flush_peer(shm_t *t, int32_t peer)
 {
     shm_peer *p = &t->peers[peer];
-    int nrec = flush_queue(t, &p->q_ctl, &p->out_ctl, ctl_chunk(p));
-    nrec += flush_queue(t, &p->q_pkt, &p->out_pkt, t->max_chunk);
+    int nrec = flush_queue(t, p, &p->q_ctl, &p->out_ctl, ctl_chunk(p));
+    nrec += flush_queue(t, p, &p->q_pkt, &p->out_pkt, t->max_chunk);
     /* Every record counts, a fragment too: the consumer must come for
      * it to make room for the rest. */
     if (nrec > 0)
@@ -243,6 +259,19 @@ void shm_drop_queues(shm_t *t, int32_t peer)
             free(it);
         }
     }
+    p->reply_bytes = 0;
+    p->ctl_paused = 0;
+}
+
+/* 1 while peer's ctl ring is left unread: from when its replies fill
+ * SHM_REPLY_MAX until they are down to SHM_REPLY_LOW. */
+static int shm_ctl_paused(shm_peer *p)
+{
+    if (p->reply_bytes + sizeof(shm_item) > SHM_REPLY_MAX)
+        p->ctl_paused = 1;
+    else if (p->reply_bytes <= SHM_REPLY_LOW)
+        p->ctl_paused = 0;
+    return p->ctl_paused;
 }
 
 static int shm_bye(qrt_transport *tp)
@@ -290,12 +319,15 @@ static void ring_garbage(shm_t *t, int32_t peer)
     t->base.sink->peer_failed(t->base.sink->ctx, peer);
 }
 
+/* Never past SHM_PKT_MAX (checked by the caller). */
 static int asm_append(shm_peer *p, const qshm_rec *rec)
 {
     if (p->asm_len + rec->len > p->asm_cap) {
         size_t cap = p->asm_cap ? p->asm_cap : 65536;
         while (cap < p->asm_len + rec->len)
             cap *= 2;
+        if (cap > SHM_PKT_MAX)
+            cap = SHM_PKT_MAX;
         uint8_t *b = realloc(p->asm_buf, cap);
         if (b == NULL)
             return QUAY_ENOMEM;
@@ -331,6 +363,10 @@ static int drain_pkt(shm_t *t, int32_t peer, uint32_t batch)
             break;
         }
         if (rec.type == SHM_PKT && ((rec.flags & SHM_F_MORE) || p->asm_len > 0)) {
+            if (rec.len > SHM_PKT_MAX - p->asm_len) {
+                ring_garbage(t, peer); /* a packet over the limit */
+                break;
+            }
             if (asm_append(p, &rec) != 0) {
                 fprintf(stderr, "quay shm rank %d: out of memory reassembling a packet\n",
                         (int)t->base.rank);
@@ -363,15 +399,16 @@ static int drain_pkt(shm_t *t, int32_t peer, uint32_t batch)
     return work;
 }
 
-/* RDMA requests and replies from `peer`: always taken at once (they
- * never wait for the engine), up to `batch`. */
+/* RDMA requests and replies from `peer`: taken at once (they never wait
+ * for the engine), up to `batch`, unless its replies fill their bound
+ * (then the rest waits in the ring). */
 static int drain_ctl(shm_t *t, int32_t peer, uint32_t batch)
 {
     shm_peer *p = &t->peers[peer];
     qshm_rec rec;
     uint8_t copy[64];
     int work = 0;
-    for (uint32_t i = 0; i < batch && p->state != SHM_FAILED; i++) {
+    for (uint32_t i = 0; i < batch && p->state != SHM_FAILED && !shm_ctl_paused(p); i++) {
         int rc = qshm_ring_peek(&p->in_ctl, &rec);
         if (rc == 0)
             break;
@@ -428,7 +465,7 @@ static int poll_once(shm_t *t)
         shm_peer *p = &t->peers[r];
         if (r == t->base.rank || p->state == SHM_FAILED)
             continue;
-        if (qshm_ring_ready(&p->in_ctl))
+        if (qshm_ring_ready(&p->in_ctl) && !shm_ctl_paused(p))
             work += drain_ctl(t, r, t->drain_batch);
         if (p->asm_ready || qshm_ring_ready(&p->in_pkt))
             work += drain_pkt(t, r, t->drain_batch);

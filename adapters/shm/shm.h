@@ -14,6 +14,12 @@
  * replies. They are apart so that a packet the engine refuses for now
  * (QUAY_EAGAIN, held at the head of its ring) never stalls the single-copy
  * traffic that may be what frees the engine.
+ *
+ * What a peer can make this rank keep is bounded: its rings (fixed at
+ * start-up), one packet being reassembled (SHM_PKT_MAX), and the replies
+ * queued toward it (SHM_REPLY_MAX: past it its ctl ring is not read). The
+ * queues of this rank's own sends and requests hold what its engine
+ * started (max_out sends; requests past SHM_RDMA_DEPTH wait unsent).
  */
 #ifndef QUAY_SHM_H
 #define QUAY_SHM_H
@@ -37,6 +43,15 @@ enum {
 };
 /** SHM_PKT flag: more fragments of this packet follow. */
 #define SHM_F_MORE 1u
+
+/** Largest engine packet (TCP's limit too): send refuses a larger one, and
+ *  a peer whose fragments add up to more is broken. The engine's packets
+ *  stay far below (eager_max and frag_size: 8 KiB and 512 KiB). */
+#define SHM_PKT_MAX ((64u << 20) + (64u << 10))
+/** RDMA requests this rank keeps in flight toward one peer (its initiator
+ *  depth): more wait unsent, in order (shm_peer.wait_*), until DONEs come
+ *  back. So an honest peer never has more replies queued at a target. */
+#define SHM_RDMA_DEPTH 1024u
 
 /** Peer states. A peer whose process exited after its bye is DONE: its
  *  rings are still read (the segment outlives it). A FAILED one exited
@@ -62,6 +77,16 @@ typedef struct shm_queue {
     shm_item *tail;
 } shm_queue;
 
+/** DONE replies queued toward one peer, in bytes of queue (one shm_item
+ *  each). Once no other reply fits, the peer has broken SHM_RDMA_DEPTH:
+ *  its ctl ring is not read until the queue is down to SHM_REPLY_LOW. An
+ *  honest peer's replies always leave room for one more, so its ring is
+ *  always read, and two ranks never both wait for the other to read. */
+#define SHM_REPLY_MAX ((size_t)(SHM_RDMA_DEPTH + 1) * sizeof(shm_item))
+#define SHM_REPLY_LOW (SHM_REPLY_MAX / 2)
+
+struct shm_wait;
+
 typedef struct shm_peer {
     qshm_ring out_pkt, out_ctl; /* this rank -> peer (producer side) */
     qshm_ring in_pkt, in_ctl;   /* peer -> this rank (consumer side) */
@@ -76,7 +101,11 @@ typedef struct shm_peer {
     pid_t pid;
     uint8_t state;   /* SHM_LIVE, SHM_DONE, SHM_FAILED */
     uint8_t got_bye; /* its bye was consumed */
+    uint8_t ctl_paused; /* its replies fill SHM_REPLY_MAX: in_ctl not read */
     uint32_t rdma_out; /* this rank's RDMA actions toward it, in flight */
+    uint32_t rdma_wait; /* of those, requests waiting unsent (depth) */
+    struct shm_wait *wait_head, *wait_tail;
+    size_t reply_bytes; /* DONEs in q_ctl (SHM_REPLY_MAX) */
 } shm_peer;
 
 typedef struct shm_t {
@@ -123,7 +152,7 @@ int shm_rdma_start(shm_t *t, const quay_action *a);
 /** A ctl record from `peer` (request: execute and reply; reply: finish
  *  the action). Returns 1 if it was one. */
 int shm_rdma_record(shm_t *t, int32_t peer, const qshm_rec *rec);
-/** Finish every action toward `peer` with QUAY_EPEER. */
+/** Finish every action toward `peer` with QUAY_EPEER (waiting ones too). */
 void shm_rdma_fail_peer(shm_t *t, int32_t peer);
 void shm_rdma_free(shm_t *t);
 

@@ -164,11 +164,54 @@ void shm_rdma_probe(shm_t *t)
 
 /* ---- the initiator's table of actions in flight ------------------------------------- */
 
+/* A request past SHM_RDMA_DEPTH, not sent yet. */
+typedef struct shm_wait {
+    struct shm_wait *next;
+    rdma_req q;
+} shm_wait;
+
 /* Slot idx is free again; its peer has one action less in flight. */
 static void op_free(shm_t *t, uint32_t idx)
 {
-    t->peers[t->optab.ops[idx].peer].rdma_out--;
+    shm_peer *p = &t->peers[t->optab.ops[idx].peer];
+    p->rdma_out--;
+    if (t->optab.ops[idx].held)
+        p->rdma_wait--;
     qrt_op_free(&t->optab, idx);
+}
+
+/* Send waiting requests while the depth has room; one that cannot be
+ * (no memory) ends with QUAY_ENOMEM. */
+static void send_waiting(shm_t *t, int32_t peer)
+{
+    shm_peer *p = &t->peers[peer];
+    while (p->wait_head != NULL && p->rdma_out - p->rdma_wait < SHM_RDMA_DEPTH) {
+        shm_wait *w = p->wait_head;
+        p->wait_head = w->next;
+        if (p->wait_head == NULL)
+            p->wait_tail = NULL;
+        qrt_op *o = qrt_op_find(&t->optab, w->q.cookie, peer);
+        if (o != NULL) {
+            o->held = 0;
+            p->rdma_wait--;
+            if (shm_send_ctl(t, peer, SHM_RDMA_REQ, &w->q, sizeof w->q) != 0) {
+                uint64_t token = o->token;
+                op_free(t, (uint32_t)(o - t->optab.ops));
+                t->base.sink->op_done(t->base.sink->ctx, token, QUAY_ENOMEM);
+            }
+        }
+        free(w);
+    }
+}
+
+static void free_waiting(shm_peer *p)
+{
+    while (p->wait_head != NULL) {
+        shm_wait *w = p->wait_head;
+        p->wait_head = w->next;
+        free(w);
+    }
+    p->wait_tail = NULL;
 }
 
 int shm_rdma_start(shm_t *t, const quay_action *a)
@@ -187,12 +230,14 @@ int shm_rdma_start(shm_t *t, const quay_action *a)
     if (qrt_op_alloc(&t->optab, &idx) != 0)
         return QUAY_ENOMEM;
     qrt_op *o = &t->optab.ops[idx];
+    shm_peer *p = &t->peers[peer];
+    int wait = p->rdma_out - p->rdma_wait >= SHM_RDMA_DEPTH || p->wait_head != NULL;
     o->token = a->token;
     o->local = a->rdma.local;
     o->len = atomic ? 8 : a->rdma.len;
     o->peer = peer;
     o->kind = (uint8_t)a->kind;
-    t->peers[peer].rdma_out++;
+    p->rdma_out++;
     rdma_req q = {(uint32_t)a->kind,
                   a->atomic.op,
                   qrt_op_cookie(&t->optab, idx),
@@ -202,6 +247,23 @@ int shm_rdma_start(shm_t *t, const quay_action *a)
                   (uint64_t)(uintptr_t)a->rdma.local,
                   a->atomic.operand,
                   a->atomic.compare};
+    if (wait) {
+        shm_wait *w = malloc(sizeof *w);
+        if (w == NULL) {
+            op_free(t, idx);
+            return QUAY_ENOMEM;
+        }
+        w->next = NULL;
+        w->q = q;
+        if (p->wait_tail != NULL)
+            p->wait_tail->next = w;
+        else
+            p->wait_head = w;
+        p->wait_tail = w;
+        o->held = 1;
+        p->rdma_wait++;
+        return 0;
+    }
     if (shm_send_ctl(t, peer, SHM_RDMA_REQ, &q, sizeof q) != 0) {
         op_free(t, idx);
         return QUAY_ENOMEM;
@@ -232,7 +294,7 @@ static void serve(shm_t *t, int32_t peer, const rdma_req *q)
     case QUAY_ACT_RDMA_PUT: {
         int get = q->op == QUAY_ACT_RDMA_GET;
         uint64_t len = q->len;
-        rc = k->mem_resolve(k->ctx, q->key, q->offset, q->len,
+        rc = k->mem_resolve(k->ctx, peer, q->key, q->offset, q->len,
                             get ? QUAY_MEM_READ : QUAY_MEM_WRITE, &addr);
         if (rc != 0)
             break;
@@ -250,7 +312,7 @@ static void serve(shm_t *t, int32_t peer, const rdma_req *q)
         break;
     }
     case QUAY_ACT_RDMA_ATOMIC:
-        rc = k->mem_atomic(k->ctx, q->key, q->offset, q->aop, q->operand, q->compare, &d.old);
+        rc = k->mem_atomic(k->ctx, peer, q->key, q->offset, q->aop, q->operand, q->compare, &d.old);
         break;
     default:
         rc = QUAY_EINVAL;
@@ -269,7 +331,7 @@ static void serve(shm_t *t, int32_t peer, const rdma_req *q)
 static void split_copy(shm_t *t, int32_t peer, const rdma_split *s)
 {
     qrt_op *o = qrt_op_find(&t->optab, s->cookie, peer); /* NULL: stale or forged */
-    if (o == NULL)
+    if (o == NULL || o->held)
         return;
     if (o->kind == QUAY_ACT_RDMA_ATOMIC || o->split || s->split == 0 || s->split >= o->len) {
         if (o->status == 0)
@@ -288,7 +350,7 @@ static void split_copy(shm_t *t, int32_t peer, const rdma_split *s)
 static void finish(shm_t *t, int32_t peer, const rdma_done *d)
 {
     qrt_op *o = qrt_op_find(&t->optab, d->cookie, peer); /* NULL: stale or forged */
-    if (o == NULL)
+    if (o == NULL || o->held)
         return;
     uint64_t token = o->token;
     /* The first error wins: this rank's share was copied before. */
@@ -298,6 +360,7 @@ static void finish(shm_t *t, int32_t peer, const rdma_done *d)
     if (o->kind == QUAY_ACT_RDMA_ATOMIC && status == 0)
         memcpy(o->local, &d->old, sizeof d->old);
     op_free(t, (uint32_t)(o - t->optab.ops));
+    send_waiting(t, peer);
     t->base.sink->op_done(t->base.sink->ctx, token, status);
 }
 
@@ -326,6 +389,7 @@ int shm_rdma_record(shm_t *t, int32_t peer, const qshm_rec *rec)
 
 void shm_rdma_fail_peer(shm_t *t, int32_t peer)
 {
+    free_waiting(&t->peers[peer]);
     for (uint32_t i = 0; i < t->optab.nops; i++) {
         const qrt_op *o = &t->optab.ops[i];
         if (!o->used || o->peer != peer)
@@ -341,5 +405,7 @@ void shm_rdma_fail_peer(shm_t *t, int32_t peer)
 
 void shm_rdma_free(shm_t *t)
 {
+    for (int32_t r = 0; t->peers != NULL && r < t->base.size; r++)
+        free_waiting(&t->peers[r]);
     qrt_optab_fini(&t->optab);
 }

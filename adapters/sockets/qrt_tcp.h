@@ -27,8 +27,11 @@
  *                        atomics, served by the target rank's transport
  * Set by quayrun (not by hand): QUAY_TCP_FD (this rank's listening
  * socket), QUAY_TCP_PEERS (every rank's address list, rank order, ';'
- * between ranks, ',' between one rank's addresses), QUAY_TCP_JOB (the job
- * cookie, hex).
+ * between ranks, ',' between one rank's addresses), QUAY_TCP_JOB_FD (a
+ * pipe holding the job cookie, hex, read once at start-up and closed: the
+ * cookie is never in the environment, where /proc/PID/environ shows it),
+ * QUAY_TCP_DEAD_FD (a pipe on which quayrun writes the number of every
+ * rank that ends, one uint32_t each, host order; read until connected).
  */
 #ifndef QRT_TCP_H
 #define QRT_TCP_H
@@ -59,11 +62,18 @@ typedef struct qrt_tcp_dir {
      *  any port). qrt_tcp_open takes it over and closes it, whatever
      *  happens. */
     int listen_fd;
+    /** The launcher's news of ranks that ended (quayrun's QUAY_TCP_DEAD_FD:
+     *  their numbers, one uint32_t each), or -1. A rank named there that is
+     *  not connected yet fails start-up at once (QUAY_EPEER) instead of
+     *  leaving it to the connect limit. qrt_tcp_open takes it over and
+     *  closes it, whatever happens. */
+    int dead_fd;
 } qrt_tcp_dir;
 
-/** quayrun's directory, from QUAY_TCP_FD / QUAY_TCP_PEERS / QUAY_TCP_JOB
- *  (size entries are checked against `size`). 0, or QUAY_EINVAL with a
- *  message on stderr. The strings are read from the environment in place. */
+/** quayrun's directory, from QUAY_TCP_FD / QUAY_TCP_PEERS / QUAY_TCP_JOB_FD
+ *  / QUAY_TCP_DEAD_FD (size entries are checked against `size`). Reads the
+ *  cookie and closes its descriptor. 0, or QUAY_EINVAL with a message on
+ *  stderr. The peer list is read from the environment in place. */
 int qrt_tcp_dir_env(int32_t size, qrt_tcp_dir *d);
 
 /** PMI-1's directory over an initialised handle (adapters/pmi); the job

@@ -142,20 +142,15 @@ void tcp_peer_arm(tcp_t *t, int32_t peer)
         p->ep_events = want;
 }
 
-int tcp_out_frame(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
-                  uint32_t iovcnt, int has_token, uint64_t token)
+tcp_item *tcp_item_frame(tcp_t *t, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
+                         uint32_t iovcnt, int has_token, uint64_t token)
 {
-    tcp_peer *p = &t->peers[peer];
-    if (p->state != TCP_LIVE || p->fd < 0 || p->wr_err != 0)
-        return QUAY_EPEER;
-    /* Taken before writing: once part of a frame is on the wire, the rest
-     * must have a place to wait. */
     tcp_item *it = item_get(t);
     if (it == NULL)
-        return QUAY_ENOMEM;
-    size_t total = hlen;
+        return NULL;
     memcpy(it->hdr, hdr, hlen);
     it->has_token = (uint8_t)(has_token != 0);
+    it->reply = 0;
     it->token = token;
     it->first = 0;
     it->niov = 1;
@@ -164,11 +159,28 @@ int tcp_out_frame(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const
         if (iov[i].len == 0)
             continue;
         it->iov[it->niov++] = (struct iovec){(void *)(uintptr_t)iov[i].base, iov[i].len};
-        total += iov[i].len;
+    }
+    return it;
+}
+
+void tcp_item_free(tcp_t *t, tcp_item *it)
+{
+    item_put(t, it);
+}
+
+int tcp_out_item(tcp_t *t, int32_t peer, tcp_item *it)
+{
+    tcp_peer *p = &t->peers[peer];
+    if (p->state != TCP_LIVE || p->fd < 0 || p->wr_err != 0) {
+        item_put(t, it);
+        return QUAY_EPEER;
     }
     if (p->qhead == NULL) {
         struct msghdr m;
+        size_t total = 0;
         ssize_t n;
+        for (int k = 0; k < it->niov; k++)
+            total += it->iov[k].iov_len;
         memset(&m, 0, sizeof m);
         m.msg_iov = it->iov;
         m.msg_iovlen = it->niov;
@@ -192,9 +204,38 @@ int tcp_out_frame(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const
         }
         item_consume(it, (size_t)n);
     }
+    if (it->reply)
+        p->reply_bytes += sizeof *it;
     queue_push(t, p, it);
     tcp_peer_arm(t, peer);
     return 0;
+}
+
+int tcp_out_frame(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
+                  uint32_t iovcnt, int has_token, uint64_t token)
+{
+    tcp_peer *p = &t->peers[peer];
+    if (p->state != TCP_LIVE || p->fd < 0 || p->wr_err != 0)
+        return QUAY_EPEER;
+    /* Taken before writing: once part of a frame is on the wire, the rest
+     * must have a place to wait. */
+    tcp_item *it = tcp_item_frame(t, hdr, hlen, iov, iovcnt, has_token, token);
+    if (it == NULL)
+        return QUAY_ENOMEM;
+    return tcp_out_item(t, peer, it);
+}
+
+int tcp_out_reply(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
+                  uint32_t iovcnt)
+{
+    tcp_peer *p = &t->peers[peer];
+    if (p->state != TCP_LIVE || p->fd < 0 || p->wr_err != 0)
+        return QUAY_EPEER;
+    tcp_item *it = tcp_item_frame(t, hdr, hlen, iov, iovcnt, 0, 0);
+    if (it == NULL)
+        return QUAY_ENOMEM;
+    it->reply = 1;
+    return tcp_out_item(t, peer, it);
 }
 
 static void write_failed(tcp_t *t, int32_t peer, int err);
@@ -237,6 +278,8 @@ static int flush_peer(tcp_t *t, int32_t peer)
             if (it->first < it->niov)
                 break;
             queue_pop(t, p);
+            if (it->reply)
+                p->reply_bytes -= sizeof *it;
             if (it->has_token)
                 t->base.sink->op_done(t->base.sink->ctx, it->token, 0);
             item_put(t, it);
@@ -245,6 +288,9 @@ static int flush_peer(tcp_t *t, int32_t peer)
         if ((size_t)n < total)
             break; /* the socket is full */
     }
+    /* The peer reads its replies again: read it again too. */
+    if ((p->rx_paused & TCP_PAUSE_REPLY) && p->reply_bytes <= TCP_REPLY_LOW)
+        return work + tcp_rx_resume(t, peer, TCP_PAUSE_REPLY);
     tcp_peer_arm(t, peer);
     return work;
 }
@@ -270,6 +316,7 @@ void tcp_peer_close(tcp_t *t, int32_t peer, uint8_t state)
             t->base.sink->op_done(t->base.sink->ctx, it->token, QUAY_EPEER);
         item_put(t, it);
     }
+    p->reply_bytes = 0;
     p->rx_mode = RX_HDR;
     p->rx_left = 0;
     p->carry_len = 0;
@@ -425,6 +472,10 @@ static void tcp_close(qrt_transport *tp)
                 p->qhead = it->next;
                 free(it);
             }
+            while ((it = p->whead) != NULL) {
+                p->whead = it->next;
+                free(it);
+            }
         }
         tcp_rx_free(t);
     }
@@ -509,8 +560,12 @@ int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const qrt_s
     }
     if (rc == 0 && size > 1) {
         rc = tcp_connect_all(t, dir);
-    } else if (dir->listen_fd >= 0) {
-        close(dir->listen_fd); /* ours to close, whatever happens */
+    } else {
+        /* Ours to close, whatever happens. */
+        if (dir->listen_fd >= 0)
+            close(dir->listen_fd);
+        if (dir->dead_fd >= 0)
+            close(dir->dead_fd);
     }
     if (rc != 0) {
         tcp_close(&t->base);

@@ -31,6 +31,13 @@
  *
  * Everything from the wire is checked before use; a frame that breaks a
  * rule fails its sender alone (tcp_peer_fail).
+ *
+ * What a peer can make this rank keep is bounded: frames read but not
+ * taken in (the carry, TCP_RBUF), one packet being read (TCP_PKT_MAX),
+ * held packets (TCP_HOLD_*) and the replies queued toward it
+ * (TCP_REPLY_MAX); at a bound it is no longer read. The queue of this
+ * rank's own frames holds what its engine started (max_out sends;
+ * requests past TCP_RDMA_DEPTH wait unsent).
  */
 #ifndef QUAY_TCP_H
 #define QUAY_TCP_H
@@ -135,7 +142,7 @@ static inline void tcp_prefix(uint8_t *h, unsigned type, uint64_t body)
 #define TCP_RBUF (256u << 10)
 /** Packets up to this size are assembled in the receive buffer and
  *  delivered from it; larger ones are read straight into their own
- *  buffer (tcp_peer.big). Also the most a peer's carry can hold. */
+ *  buffer (tcp_peer.big). */
 #define TCP_PKT_INLINE (64u << 10)
 /** A body still missing at least this much is read straight into its
  *  destination; a smaller rest comes through the receive buffer (one
@@ -143,12 +150,17 @@ static inline void tcp_prefix(uint8_t *h, unsigned type, uint64_t body)
 #define TCP_DIRECT_MIN (16u << 10)
 /** recv calls per peer per poll: one busy peer cannot starve the rest. */
 #define TCP_RX_RECVS 4
-/** Packets held behind one the engine refused (QUAY_EAGAIN): past either
- *  bound the peer's socket is no longer read (TCP back-pressure); frames
- *  already received are still taken in, so the FIFO may exceed the bytes
- *  bound by one receive buffer plus one packet. */
+/** Packets held behind one the engine refused (QUAY_EAGAIN): at either
+ *  bound the peer is no longer read (TCP back-pressure) until the FIFO is
+ *  empty. Checked before each frame, so the FIFO holds at most
+ *  TCP_HOLD_FRAMES packets and TCP_HOLD_BYTES plus one packet. */
 #define TCP_HOLD_BYTES (8u << 20)
 #define TCP_HOLD_FRAMES 4096u
+/** RDMA requests this rank keeps in flight toward one peer (its initiator
+ *  depth, as verbs' max_rd_atomic): more wait unsent, in order
+ *  (tcp_peer.whead), until replies come back. So an honest peer never has
+ *  more replies queued at a target than this. */
+#define TCP_RDMA_DEPTH 1024u
 /** iovecs per sendmsg when flushing a queue (many small frames per call). */
 #define TCP_IOV_BATCH 64
 /** Queue items kept for reuse. */
@@ -165,11 +177,21 @@ typedef struct tcp_item {
     struct tcp_item *next;
     uint64_t token;
     uint8_t has_token; /* op_done(token, 0) once written */
+    uint8_t reply;     /* answers the peer's request: counts in reply_bytes */
     uint8_t first;     /* iov[first..niov) are left */
     uint8_t niov;
     struct iovec iov[1 + QUAY_ACTION_IOV_MAX];
     uint8_t hdr[TCP_HDR_MAX];
 } tcp_item;
+
+/** Replies queued toward one peer, in bytes of queue memory (each costs
+ *  one tcp_item; a GET reply's data is written from the region, no
+ *  copy). Once no other reply fits, the peer has broken TCP_RDMA_DEPTH:
+ *  it is no longer read until the queue is down to TCP_REPLY_LOW. An
+ *  honest peer's replies always leave room for one more, so it is always
+ *  read, and two ranks never both wait for the other to read. */
+#define TCP_REPLY_MAX ((size_t)(TCP_RDMA_DEPTH + 1) * sizeof(tcp_item))
+#define TCP_REPLY_LOW (TCP_REPLY_MAX / 2)
 
 /** A packet kept in memory: refused by the engine (held), or being read
  *  past the receive buffer. */
@@ -188,19 +210,27 @@ enum { TCP_LIVE = 0, TCP_DONE = 1, TCP_FAILED = 2 };
  *  rx_dst (RX_DISCARD: nowhere). */
 enum { RX_HDR = 0, RX_BIG, RX_GET, RX_PUT, RX_DISCARD };
 
+/** Why a peer is not read (tcp_peer.rx_paused bits): its hold FIFO is
+ *  full, or its replies fill TCP_REPLY_MAX. Set only between frames. */
+enum { TCP_PAUSE_HOLD = 1, TCP_PAUSE_REPLY = 2 };
+
 typedef struct tcp_peer {
     int fd;              /* -1 once closed (and for this rank) */
     uint8_t state;       /* TCP_LIVE, TCP_DONE, TCP_FAILED */
     uint8_t got_bye;     /* its BYE frame came in */
     uint8_t bye_told;    /* sink->peer_bye called */
     uint8_t fail_owed;   /* sink->peer_failed waits for held packets */
-    uint8_t rx_paused;   /* hold FIFO full: socket not read */
+    uint8_t rx_paused;   /* TCP_PAUSE_* bits: not read */
     uint32_t ep_events;  /* registered with epoll (0: not registered) */
     int wr_err;          /* errno of a write that failed outside poll */
     /* out */
     tcp_item *qhead, *qtail;
+    size_t reply_bytes;  /* replies in the queue (TCP_REPLY_MAX) */
+    tcp_item *whead, *wtail; /* RDMA requests past TCP_RDMA_DEPTH, unsent */
+    uint32_t rdma_out;   /* RDMA requests sent toward it, not yet answered */
     /* in */
-    uint8_t *carry;      /* a partial frame left from the last read */
+    uint8_t *carry;      /* frames left from the last read: a partial one,
+                            or all not taken in once paused (<= TCP_RBUF) */
     size_t carry_len, carry_cap;
     uint8_t rx_mode;     /* RX_* */
     uint8_t *rx_dst;
@@ -241,6 +271,17 @@ typedef struct tcp_t {
  */
 int tcp_out_frame(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
                   uint32_t iovcnt, int has_token, uint64_t token);
+/** tcp_out_frame for a reply to the peer's request (no token): counted
+ *  in its reply_bytes while queued. */
+int tcp_out_reply(tcp_t *t, int32_t peer, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
+                  uint32_t iovcnt);
+/** The frame as a queue item, not sent yet (NULL: no memory); then
+ *  tcp_out_item sends or queues it (answers as tcp_out_frame; the item
+ *  is taken in every case), or tcp_item_free drops it. */
+tcp_item *tcp_item_frame(tcp_t *t, const uint8_t *hdr, size_t hlen, const quay_iov *iov,
+                         uint32_t iovcnt, int has_token, uint64_t token);
+int tcp_out_item(tcp_t *t, int32_t peer, tcp_item *it);
+void tcp_item_free(tcp_t *t, tcp_item *it);
 /** Register peer's socket with epoll for what it needs now: reading
  *  unless paused, writing while its queue is non-empty. */
 void tcp_peer_arm(tcp_t *t, int32_t peer);
@@ -264,6 +305,10 @@ int tcp_rx_peer(tcp_t *t, int32_t peer);
 /** Offer peer's held packets to the engine again, in order; then its
  *  owed bye or failure once none is left. Returns packets delivered. */
 int tcp_rx_held(tcp_t *t, int32_t peer);
+/** The reason `why` (TCP_PAUSE_*) to leave peer unread is gone: if no
+ *  other is left, read what waits (carried frames, then the socket).
+ *  Inside poll only. Returns the frames handled. */
+int tcp_rx_resume(tcp_t *t, int32_t peer, uint8_t why);
 /** `peer` broke the protocol or the connection: message on stderr
  *  ("quay rank R: tcp: peer P <why>"), connection closed, its actions
  *  finished with QUAY_EPEER, then sink->peer_failed (after any packets
@@ -288,11 +333,13 @@ int tcp_rdma_serve_atomic(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key,
 /** Queue a PUT_DONE (the target finished or refused a PUT). */
 int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status);
 /** The action a reply of frame type `type` from `peer` names by
- *  `cookie`: its index, or -1 (no such action: the peer is broken). */
+ *  `cookie`: its index, or -1 (no such action, or one whose request
+ *  still waits unsent: the peer is broken). */
 int64_t tcp_rdma_find(tcp_t *t, int32_t peer, uint64_t cookie, unsigned type);
-/** Finish action `idx` with `status` (op_done). */
+/** Finish action `idx` with `status` (op_done); a request waiting for
+ *  the depth it freed is sent. */
 void tcp_rdma_finish(tcp_t *t, uint32_t idx, int status);
-/** Finish every action toward `peer` with QUAY_EPEER. */
+/** Finish every action toward `peer` with QUAY_EPEER (waiting ones too). */
 void tcp_rdma_fail_peer(tcp_t *t, int32_t peer);
 void tcp_rdma_free(tcp_t *t);
 

@@ -14,6 +14,12 @@
  * connector to the next address; after the last one it waits a little
  * (refused connections retry until the deadline). Strays and bad hellos
  * on the listener are closed and otherwise ignored.
+ *
+ * A rank that ends before it is connected would otherwise keep its peers
+ * waiting for the whole connect limit: the lower ones for a connection
+ * that never comes, the higher ones retrying a refused port. quayrun
+ * names every rank that ends on the directory's dead_fd, so that such a
+ * peer fails start-up at once.
  */
 #include "tcp.h"
 
@@ -238,7 +244,7 @@ static int32_t hello_check(const uint8_t *b, uint64_t job, int32_t to, int32_t s
     return (int32_t)from;
 }
 
-enum { K_LISTEN = 1, K_TRY = 2, K_PEND = 3 };
+enum { K_LISTEN = 1, K_TRY = 2, K_PEND = 3, K_DEAD = 4 };
 enum { C_IDLE = 0, C_CONNECTING, C_HELLO, C_DONE };
 
 /* Connecting to one lower rank. */
@@ -268,6 +274,7 @@ typedef struct conn {
     uint64_t job;
     int ep;
     int lfd;
+    int dfd; /* the launcher's news of ended ranks, or -1 */
     ctry *tries; /* [0, rank) */
     pend *pends;
     int npends;
@@ -453,6 +460,35 @@ static void pend_event(conn *c, int slot)
     c->missing--;
 }
 
+/* News from the launcher: ranks that ended. One not connected to us yet
+ * never will be. 0, or QUAY_EPEER. */
+static int dead_event(conn *c)
+{
+    tcp_t *t = c->t;
+    uint32_t r[64];
+    for (;;) {
+        ssize_t n = read(c->dfd, r, sizeof r);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* EOF: the launcher is gone (and we with it, soon); it must
+             * not stay in the set, where it would be ready for ever. */
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                (void)epoll_ctl(c->ep, EPOLL_CTL_DEL, c->dfd, NULL);
+            return 0;
+        }
+        /* Every record is written whole (4 bytes, below PIPE_BUF). */
+        for (size_t i = 0; i < (size_t)n / sizeof r[0]; i++) {
+            if (r[i] >= (uint32_t)t->base.size || (int32_t)r[i] == t->base.rank ||
+                t->peers[r[i]].fd >= 0)
+                continue;
+            fprintf(stderr, "quay rank %d: tcp: rank %u exited during start-up\n",
+                    (int)t->base.rank, (unsigned)r[i]);
+            return QUAY_EPEER;
+        }
+    }
+}
+
 /* "1, 4, 7" of the ranks not connected, for the message. */
 static void missing_list(const conn *c, char *buf, size_t cap)
 {
@@ -586,15 +622,22 @@ static int loop(conn *c)
             return QUAY_EINVAL;
         }
         now = tcp_now_ms();
+        int dead = 0;
         for (int i = 0; i < n; i++) {
             uint32_t kind = (uint32_t)(ev[i].data.u64 >> 32), idx = (uint32_t)ev[i].data.u64;
             if (kind == K_LISTEN)
                 accept_all(c);
             else if (kind == K_TRY)
                 try_event(c, (int32_t)idx, now);
-            else
+            else if (kind == K_PEND)
                 pend_event(c, (int)idx);
+            else
+                dead = 1;
         }
+        /* After the others: a rank that connected, then ended, is not a
+         * start-up failure (the transport sees its connection close). */
+        if (dead && dead_event(c) != 0)
+            return QUAY_EPEER;
     }
     return 0;
 }
@@ -608,6 +651,7 @@ int tcp_connect_all(tcp_t *t, const qrt_tcp_dir *dir)
     c.job = dir->job;
     c.ep = -1;
     c.lfd = -1;
+    c.dfd = dir->dead_fd;
     c.missing = t->base.size - 1;
     c.npends = t->base.size + TCP_PEND_SPARE;
     c.tries = calloc((size_t)t->base.rank + 1, sizeof *c.tries);
@@ -629,7 +673,8 @@ int tcp_connect_all(tcp_t *t, const qrt_tcp_dir *dir)
         rc = lookup_all(&c, dir);
     if (rc == 0) {
         c.ep = epoll_create1(EPOLL_CLOEXEC);
-        if (c.ep < 0 || ep_add(&c, c.lfd, EPOLLIN, key(K_LISTEN, 0)) != 0) {
+        if (c.ep < 0 || ep_add(&c, c.lfd, EPOLLIN, key(K_LISTEN, 0)) != 0 ||
+            (c.dfd >= 0 && ep_add(&c, c.dfd, EPOLLIN, key(K_DEAD, 0)) != 0)) {
             fprintf(stderr, "quay rank %d: tcp: epoll: %s\n", (int)t->base.rank,
                     strerror(errno));
             rc = QUAY_EINVAL;
@@ -641,6 +686,9 @@ out:
     /* The listener goes: every peer is connected (or start-up failed). */
     if (c.lfd >= 0)
         close(c.lfd);
+    /* Once connected, each peer's connection tells of its end. */
+    if (c.dfd >= 0)
+        close(c.dfd);
     if (c.tries != NULL)
         for (int32_t r = 0; r < t->base.rank; r++)
             if (c.tries[r].fd >= 0)

@@ -4,6 +4,7 @@
  */
 #include "tcp.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pmi_client.h"
 #include "qrt_env.h"
@@ -111,6 +113,57 @@ static int check_peers(const char *peers, int32_t size)
     return 0;
 }
 
+/* The cookie from the pipe at QUAY_TCP_JOB_FD (hex digits, a newline
+ * allowed after them), then the descriptor closed: read once, it is gone
+ * from this process's descriptors and from the pipe. */
+static int read_job(int fd, uint64_t *job)
+{
+    char buf[40];
+    size_t len = 0;
+    struct stat st;
+    int rc = QUAY_EINVAL;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+        fprintf(stderr, "quay: QUAY_TCP_JOB_FD=%d is not a pipe\n", fd);
+        return QUAY_EINVAL;
+    }
+    /* quayrun wrote it before the rank started: it is all there, and
+     * a stray writer cannot make us wait. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    while (len < sizeof buf - 1) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    while (len > 0 && buf[len - 1] == '\n')
+        len--;
+    buf[len] = '\0';
+    if (len > 0 && parse_job(buf, job) == 0)
+        rc = 0;
+    else
+        fprintf(stderr, "quay: QUAY_TCP_JOB_FD=%d: expected 1 to 16 hex digits\n", fd);
+    return rc;
+}
+
+/* QUAY_TCP_DEAD_FD: a pipe; read without blocking, and not passed on to
+ * the rank's own children. */
+static int check_dead_fd(int fd)
+{
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || fl < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        fprintf(stderr, "quay: QUAY_TCP_DEAD_FD=%d is not a pipe\n", fd);
+        return QUAY_EINVAL;
+    }
+    return 0;
+}
+
 /* QUAY_TCP_FD: an open, listening IPv4 TCP socket; made close-on-exec
  * (the rank's own children must not keep the port) and non-blocking. */
 static int check_fd(int fd)
@@ -135,8 +188,8 @@ static int check_fd(int fd)
 int qrt_tcp_dir_env(int32_t size, qrt_tcp_dir *d)
 {
     const char *fds = getenv("QUAY_TCP_FD"), *peers = getenv("QUAY_TCP_PEERS"),
-               *job = getenv("QUAY_TCP_JOB");
-    uint64_t fd = 0;
+               *jobfd = getenv("QUAY_TCP_JOB_FD"), *dead = getenv("QUAY_TCP_DEAD_FD");
+    uint64_t fd = 0, jfd = 0, dfd = 0;
     if (d == NULL || size < 1)
         return QUAY_EINVAL;
     memset(d, 0, sizeof *d);
@@ -144,25 +197,28 @@ int qrt_tcp_dir_env(int32_t size, qrt_tcp_dir *d)
     d->fence = env_fence;
     d->lookup = env_lookup;
     d->listen_fd = -1;
+    d->dead_fd = -1;
     d->ctx = (void *)(uintptr_t)"";
     /* A singleton needs no connection, so no launcher either. */
-    if (size == 1 && !set(fds) && !set(peers) && !set(job))
+    if (size == 1 && !set(fds) && !set(peers) && !set(jobfd))
         return 0;
-    if (!set(fds) || !set(peers) || !set(job)) {
-        fprintf(stderr, "quay: QUAY_TCP_FD, QUAY_TCP_PEERS and QUAY_TCP_JOB must all be set "
+    if (!set(fds) || !set(peers) || !set(jobfd)) {
+        fprintf(stderr, "quay: QUAY_TCP_FD, QUAY_TCP_PEERS and QUAY_TCP_JOB_FD must all be set "
                         "(start the program with quayrun --transport tcp, or mpiexec)\n");
         return QUAY_EINVAL;
     }
-    if (qrt_env_u64("QUAY_TCP_FD", 0, INT_MAX, &fd) < 0)
+    /* First, so that the cookie leaves the pipe whatever else is wrong. */
+    if (qrt_env_u64("QUAY_TCP_JOB_FD", 0, INT_MAX, &jfd) < 0 || read_job((int)jfd, &d->job) != 0)
         return QUAY_EINVAL;
-    if (parse_job(job, &d->job) != 0) {
-        fprintf(stderr, "quay: QUAY_TCP_JOB=\"%s\": expected 1 to 16 hex digits\n", job);
+    if (qrt_env_u64("QUAY_TCP_FD", 0, INT_MAX, &fd) < 0 ||
+        qrt_env_u64("QUAY_TCP_DEAD_FD", 0, INT_MAX, &dfd) < 0)
         return QUAY_EINVAL;
-    }
-    if (check_peers(peers, size) != 0 || check_fd((int)fd) != 0)
+    if (check_peers(peers, size) != 0 || check_fd((int)fd) != 0 ||
+        (set(dead) && check_dead_fd((int)dfd) != 0))
         return QUAY_EINVAL;
     d->ctx = (void *)(uintptr_t)peers;
     d->listen_fd = (int)fd;
+    d->dead_fd = set(dead) ? (int)dfd : -1;
     return 0;
 }
 
@@ -222,5 +278,6 @@ int qrt_tcp_dir_pmi(struct qpmi *p, qrt_tcp_dir *d)
     d->fence = pmi_fence;
     d->lookup = pmi_lookup;
     d->listen_fd = -1;
+    d->dead_fd = -1;
     return 0;
 }

@@ -23,6 +23,11 @@
  * table below; a reply naming nothing in flight toward its sender means a
  * broken peer (tcp_rx.c fails it): on one ordered connection no reply can
  * be stale.
+ *
+ * At most TCP_RDMA_DEPTH requests are in flight toward a peer; more wait
+ * unsent (tcp_peer.whead), in order, each sent as a reply frees room. The
+ * target may then bound the replies it queues for a peer (tcp.h,
+ * TCP_REPLY_MAX) without ever stopping to read an honest one.
  */
 #include "tcp.h"
 
@@ -95,13 +100,53 @@ int tcp_rdma_start(tcp_t *t, const quay_action *a)
     }
     hl = TCP_PREFIX + tcp_ext_len(h[0]);
     /* A PUT's data is read from the action's buffer until written; its
-     * op_done waits for PUT_DONE anyway, so no token on the frame. */
+     * op_done waits for PUT_DONE anyway, so no token on the frame. Past
+     * the depth the frame waits, unsent. */
+    tcp_peer *p = &t->peers[peer];
+    if (p->rdma_out >= TCP_RDMA_DEPTH || p->whead != NULL) {
+        tcp_item *it = tcp_item_frame(t, h, hl, &data, niov, 0, 0);
+        if (it == NULL) {
+            qrt_op_free(&t->optab, idx);
+            return QUAY_ENOMEM;
+        }
+        o->held = 1;
+        it->next = NULL;
+        if (p->wtail != NULL)
+            p->wtail->next = it;
+        else
+            p->whead = it;
+        p->wtail = it;
+        return 0;
+    }
     rc = tcp_out_frame(t, peer, h, hl, &data, niov, 0, 0);
     if (rc < 0) {
         qrt_op_free(&t->optab, idx);
         return rc;
     }
+    p->rdma_out++;
     return 0;
+}
+
+/* Send waiting requests while the depth has room. One that cannot go
+ * (the connection broke) is dropped: the poll that closes the peer ends
+ * its action with QUAY_EPEER. */
+static void send_waiting(tcp_t *t, int32_t peer)
+{
+    tcp_peer *p = &t->peers[peer];
+    while (p->whead != NULL && p->rdma_out < TCP_RDMA_DEPTH) {
+        tcp_item *it = p->whead;
+        p->whead = it->next;
+        if (p->whead == NULL)
+            p->wtail = NULL;
+        qrt_op *o = qrt_op_find(&t->optab, tcp_get64(it->hdr + TCP_PREFIX), peer);
+        if (o == NULL) {
+            tcp_item_free(t, it);
+            continue;
+        }
+        o->held = 0;
+        if (tcp_out_item(t, peer, it) >= 0)
+            p->rdma_out++;
+    }
 }
 
 /* ---- target side ------------------------------------------------------------------------ */
@@ -114,14 +159,14 @@ int tcp_rdma_serve_get(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key, ui
     void *addr = NULL;
     int rc = QUAY_EINVAL;
     if ((uint64_t)(size_t)len == len)
-        rc = k->mem_resolve(k->ctx, key, offset, len, QUAY_MEM_READ, &addr);
+        rc = k->mem_resolve(k->ctx, peer, key, offset, len, QUAY_MEM_READ, &addr);
     quay_iov data = {addr, rc == 0 ? (size_t)len : 0};
     tcp_prefix(h, TCP_GET_REPLY, data.len);
     tcp_put64(h + TCP_PREFIX, cookie);
     tcp_put32(h + TCP_PREFIX + 8, (uint32_t)rc);
     tcp_put32(h + TCP_PREFIX + 12, 0);
     /* Written straight from the region: no copy. */
-    rc = tcp_out_frame(t, peer, h, sizeof h, &data, 1, 0, 0);
+    rc = tcp_out_reply(t, peer, h, sizeof h, &data, 1);
     return rc < 0 ? rc : 0;
 }
 
@@ -131,13 +176,13 @@ int tcp_rdma_serve_atomic(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key,
     const qrt_sink *k = t->base.sink;
     uint8_t h[TCP_PREFIX + 24];
     uint64_t old = 0;
-    int rc = k->mem_atomic(k->ctx, key, offset, op, operand, compare, &old);
+    int rc = k->mem_atomic(k->ctx, peer, key, offset, op, operand, compare, &old);
     tcp_prefix(h, TCP_ATOMIC_REPLY, 0);
     tcp_put64(h + TCP_PREFIX, cookie);
     tcp_put64(h + TCP_PREFIX + 8, rc == 0 ? old : 0);
     tcp_put32(h + TCP_PREFIX + 16, (uint32_t)rc);
     tcp_put32(h + TCP_PREFIX + 20, 0);
-    rc = tcp_out_frame(t, peer, h, sizeof h, NULL, 0, 0, 0);
+    rc = tcp_out_reply(t, peer, h, sizeof h, NULL, 0);
     return rc < 0 ? rc : 0;
 }
 
@@ -148,7 +193,7 @@ int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status)
     tcp_put64(h + TCP_PREFIX, cookie);
     tcp_put32(h + TCP_PREFIX + 8, (uint32_t)status);
     tcp_put32(h + TCP_PREFIX + 12, 0);
-    int rc = tcp_out_frame(t, peer, h, sizeof h, NULL, 0, 0, 0);
+    int rc = tcp_out_reply(t, peer, h, sizeof h, NULL, 0);
     return rc < 0 ? rc : 0;
 }
 
@@ -157,20 +202,35 @@ int tcp_rdma_put_done(tcp_t *t, int32_t peer, uint64_t cookie, int32_t status)
 int64_t tcp_rdma_find(tcp_t *t, int32_t peer, uint64_t cookie, unsigned type)
 {
     const qrt_op *o = qrt_op_find(&t->optab, cookie, peer);
-    if (o == NULL || o->kind != type)
+    if (o == NULL || o->kind != type || o->held)
         return -1;
     return o - t->optab.ops;
 }
 
 void tcp_rdma_finish(tcp_t *t, uint32_t idx, int status)
 {
-    uint64_t token = t->optab.ops[idx].token;
+    const qrt_op *o = &t->optab.ops[idx];
+    uint64_t token = o->token;
+    int32_t peer = o->peer;
+    int sent = !o->held;
     qrt_op_free(&t->optab, idx);
+    if (sent && t->peers[peer].rdma_out > 0) {
+        t->peers[peer].rdma_out--;
+        send_waiting(t, peer);
+    }
     t->base.sink->op_done(t->base.sink->ctx, token, status);
 }
 
 void tcp_rdma_fail_peer(tcp_t *t, int32_t peer)
 {
+    tcp_peer *p = &t->peers[peer];
+    while (p->whead != NULL) {
+        tcp_item *it = p->whead;
+        p->whead = it->next;
+        tcp_item_free(t, it);
+    }
+    p->wtail = NULL;
+    p->rdma_out = 0;
     for (uint32_t i = 0; i < t->optab.nops; i++)
         if (t->optab.ops[i].used && t->optab.ops[i].peer == peer)
             tcp_rdma_finish(t, i, QUAY_EPEER);

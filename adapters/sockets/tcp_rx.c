@@ -12,7 +12,11 @@
  * A packet the engine refuses (QUAY_EAGAIN) is held, and every later
  * packet from that peer joins it in a FIFO, but RDMA requests and replies
  * behind it are still served: they may be what lets the engine take the
- * packet. Only a full FIFO stops reading the socket.
+ * packet. Only a full FIFO stops reading the peer, as do too many replies
+ * queued toward it (tcp.h, TCP_REPLY_MAX): each bound is checked before
+ * every frame, frames already received wait in the carry (at most one
+ * receive buffer), and the socket is left unread, so the peer's writes
+ * block in its kernel rather than growing anything here.
  */
 #include "tcp.h"
 
@@ -52,6 +56,20 @@ static void tell_bye(tcp_t *t, int32_t peer)
 static int hold_full(const tcp_peer *p)
 {
     return p->hold_bytes >= TCP_HOLD_BYTES || p->hold_n >= TCP_HOLD_FRAMES;
+}
+
+/* Between frames: is a bound reached? Then the peer is not read (until
+ * tcp_rx_resume). Within a body nothing stops: it goes where it was
+ * already bound for. */
+static int rx_stop(tcp_peer *p)
+{
+    if (p->rx_mode == RX_HDR) {
+        if (hold_full(p))
+            p->rx_paused |= TCP_PAUSE_HOLD;
+        if (p->reply_bytes + sizeof(tcp_item) > TCP_REPLY_MAX)
+            p->rx_paused |= TCP_PAUSE_REPLY;
+    }
+    return p->rx_paused != 0;
 }
 
 /* A whole packet: to the engine, unless it refuses or packets are held
@@ -113,12 +131,19 @@ int tcp_rx_held(tcp_t *t, int32_t peer)
         p->fail_owed = 0;
         t->base.sink->peer_failed(t->base.sink->ctx, peer);
     }
-    if (p->rx_paused) {
-        p->rx_paused = 0;
-        if (p->fd >= 0)
-            work += tcp_rx_peer(t, peer); /* frames carried over, then the socket */
-        tcp_peer_arm(t, peer);
-    }
+    if (p->rx_paused & TCP_PAUSE_HOLD)
+        work += tcp_rx_resume(t, peer, TCP_PAUSE_HOLD);
+    return work;
+}
+
+int tcp_rx_resume(tcp_t *t, int32_t peer, uint8_t why)
+{
+    tcp_peer *p = &t->peers[peer];
+    int work = 0;
+    p->rx_paused &= (uint8_t)~why;
+    if (p->rx_paused == 0 && p->fd >= 0)
+        work = tcp_rx_peer(t, peer); /* frames carried over, then the socket */
+    tcp_peer_arm(t, peer);
     return work;
 }
 
@@ -193,8 +218,8 @@ static size_t rx_rdma_frame(tcp_t *t, int32_t peer, const uint8_t *h, size_t hl,
         break;
     case TCP_PUT: {
         void *addr = NULL;
-        rc = t->base.sink->mem_resolve(t->base.sink->ctx, tcp_get64(x + 8), tcp_get64(x + 16),
-                                       body, QUAY_MEM_WRITE, &addr);
+        rc = t->base.sink->mem_resolve(t->base.sink->ctx, peer, tcp_get64(x + 8),
+                                       tcp_get64(x + 16), body, QUAY_MEM_WRITE, &addr);
         /* The body goes straight to the region, or nowhere if refused
          * (the stream must still be read past it). */
         p->rx_mode = rc == 0 ? RX_PUT : RX_DISCARD;
@@ -263,7 +288,7 @@ static int rx_parse(tcp_t *t, int32_t peer, const uint8_t *buf, size_t len, size
     tcp_peer *p = &t->peers[peer];
     size_t pos = *ppos;
     int work = 0;
-    while (p->state == TCP_LIVE) {
+    while (p->state == TCP_LIVE && !rx_stop(p)) {
         size_t avail = len - pos;
         if (p->rx_mode != RX_HDR) {
             size_t n = avail < p->rx_left ? avail : (size_t)p->rx_left;
@@ -389,11 +414,18 @@ int tcp_rx_peer(tcp_t *t, int32_t peer)
     size_t len = 0;
     int work = 0;
     if (p->carry_len > 0) {
+        size_t pos = 0;
         memcpy(buf, p->carry, p->carry_len);
         len = p->carry_len;
         p->carry_len = 0;
+        /* Whole frames first, if reading stopped before them. */
+        work += rx_parse(t, peer, buf, len, &pos);
+        if (p->fd < 0)
+            len = pos = 0;
+        memmove(buf, buf + pos, len - pos);
+        len -= pos;
     }
-    for (int k = 0; k < TCP_RX_RECVS && p->fd >= 0 && !p->rx_paused; k++) {
+    for (int k = 0; k < TCP_RX_RECVS && p->fd >= 0 && !rx_stop(p); k++) {
         size_t want;
         ssize_t n;
         int direct = len == 0 && p->rx_left >= TCP_DIRECT_MIN &&
@@ -422,10 +454,6 @@ int tcp_rx_peer(tcp_t *t, int32_t peer)
                 }
                 memmove(buf, buf + pos, len - pos);
                 len -= pos;
-                /* Past the FIFO's bound: leave the rest in the socket. A
-                 * body going to its own destination is finished first. */
-                if (hold_full(p) && (p->rx_mode == RX_HDR || p->rx_mode == RX_BIG))
-                    p->rx_paused = 1;
             }
         }
         if (n > 0) {

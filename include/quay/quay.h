@@ -183,7 +183,7 @@ enum {
     QUAY_CFG_SEND_COPY = 1u << 4,
 };
 
-#define QUAY_CONFIG_VERSION 6
+#define QUAY_CONFIG_VERSION 7
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -356,6 +356,24 @@ typedef struct quay_config {
      *  not polling. Every member must agree.
      *  Default 0. */
     uint32_t coll_bypass;
+    /** This engine's secret for memory keys (docs/wire.md, "Memory
+     *  keys"): 16 bytes from a real random source (getrandom(2)), never
+     *  shared with another engine nor sent anywhere. Keys are this secret's
+     *  encryption of a region's slot and generation, so a peer cannot make
+     *  a valid key that was not handed to it. All zero (default): the
+     *  engine makes no keys (quay_mem_register answers QUAY_ENOTSUP, and
+     *  rendezvous and receiver-initiated transfers use DATA packets);
+     *  an engine with an RDMA capability (QUAY_CAP_RDMA_*) must have one. */
+    uint8_t key_secret[16];
+    /** Forged memory keys (ones this engine never made for the peer
+     *  presenting them) a peer may present before it is declared failed;
+     *  each is counted (stats forged_keys) and traced
+     *  (QUAY_TR_FORGED_KEY). Default 8. */
+    uint32_t forged_key_limit;
+    /** Rejected packets (QUAY_EPROTO / QUAY_ESTATE from quay_on_packet)
+     *  a peer may send before it is declared failed. An honest peer sends
+     *  none. 0 means no limit. Default 64. */
+    uint32_t malformed_limit;
 } quay_config;
 
 /** Rendezvous data movement (quay_config.rndv_mode). */
@@ -715,15 +733,28 @@ enum {
 };
 
 /**
- * Register `len` bytes at `base` for remote access by peers' RDMA actions,
- * with `access` (QUAY_MEM_*). *key receives an opaque 64-bit key to give
- * to peers; it names this channel's region and is refused once the region
- * is deregistered (keys are never reused). The memory must stay valid
- * until quay_mem_deregister. Returns 0, QUAY_EINVAL, QUAY_EAGAIN (the
- * max_regions table is full).
+ * Register `len` bytes at `base` for remote access by every rank of the
+ * world, with `access` (QUAY_MEM_*). *key receives an opaque 64-bit key to
+ * give to peers; it names this channel's region, is honoured only for the
+ * peers the registration names, and is refused once the region is
+ * deregistered (keys are never reused). The memory must stay valid until
+ * quay_mem_deregister. Returns 0, QUAY_EINVAL, QUAY_EAGAIN (the
+ * max_regions table is full), QUAY_ENOTSUP (no key_secret configured).
+ * quay_mem_register_peer and quay_mem_register_comm grant less.
  */
 QUAY_API int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access,
                                uint64_t *key);
+
+/** As quay_mem_register, but the key is honoured only for world rank
+ *  `peer` (QUAY_ERANK if out of range). */
+QUAY_API int quay_mem_register_peer(quay_engine *e, void *base, size_t len, uint32_t access,
+                                    int32_t peer, uint64_t *key);
+
+/** As quay_mem_register, but the key is honoured only for the members of
+ *  communicator `comm` (a group). quay_comm_free answers QUAY_EBUSY while
+ *  such a region is registered. */
+QUAY_API int quay_mem_register_comm(quay_engine *e, void *base, size_t len, uint32_t access,
+                                    const quay_comm *comm, uint64_t *key);
 
 /** Deregister a region registered by quay_mem_register. QUAY_EINVAL for
  *  an unknown, stale or engine-internal key. Transfers already executing
@@ -732,14 +763,20 @@ QUAY_API int quay_mem_deregister(quay_engine *e, uint64_t key);
 
 /**
  * For adapters executing an RDMA action whose target is this engine
- * (any channel handle): check (key, offset, len) against the registered
- * regions and the access the action needs (QUAY_MEM_READ for a GET,
- * QUAY_MEM_WRITE for a PUT). 0 and *addr = the local address; QUAY_ESTATE
- * (stale or forged key: nothing is dereferenced); QUAY_EPROTO (outside the
- * region, or access not granted); QUAY_EINVAL. Report a refusal to the
- * initiator as the action's op_done status.
+ * (any channel handle), requested by world rank `peer` (the initiator, as
+ * the transport knows it, never as the request claims): check (key,
+ * offset, len) against the registered regions, the peers each region's
+ * key was made for, and the access the action needs (QUAY_MEM_READ for a
+ * GET, QUAY_MEM_WRITE for a PUT). 0 and *addr = the local address;
+ * QUAY_ESTATE (stale key, or one not valid for `peer`: nothing is
+ * dereferenced); QUAY_EPROTO (outside the region, or access not granted);
+ * QUAY_EINVAL; QUAY_ERANK. A key this engine never made for `peer` is
+ * forged: counted, traced, and past forged_key_limit the peer is declared
+ * failed here (as by quay_on_peer_failed). This engine's own rank may use
+ * every key. Report a refusal to the initiator as the action's op_done
+ * status.
  */
-QUAY_API int quay_mem_resolve(const quay_engine *e, uint64_t key, uint64_t offset,
+QUAY_API int quay_mem_resolve(quay_engine *e, int32_t peer, uint64_t key, uint64_t offset,
                               uint64_t len, uint32_t access, void **addr);
 
 /**
@@ -784,16 +821,17 @@ QUAY_API int quay_iatomic(quay_engine *e, int32_t peer, uint32_t op, uint64_t ke
                           uint64_t *result, quay_req **preq);
 
 /**
- * For adapters executing QUAY_ACT_RDMA_ATOMIC on target engine e: check
- * the key as quay_mem_resolve does (8 bytes, read and write access), then
+ * For adapters executing QUAY_ACT_RDMA_ATOMIC on target engine e for world
+ * rank `peer`: check the key as quay_mem_resolve does (8 bytes, read and
+ * write access, forged keys counted), then
  * apply op to the word and store its previous value in *old. The word is
  * read and written with memcpy (no alignment needed); the caller
  * serialises calls on one engine (the engine contract), which is what
  * makes the operation atomic against every other remote atomic there.
- * 0, QUAY_ESTATE, QUAY_EPROTO, QUAY_EINVAL (unknown op).
+ * 0, QUAY_ESTATE, QUAY_EPROTO, QUAY_EINVAL (unknown op), QUAY_ERANK.
  */
-QUAY_API int quay_mem_atomic(const quay_engine *e, uint64_t key, uint64_t offset, uint32_t op,
-                             uint64_t operand, uint64_t compare, uint64_t *old);
+QUAY_API int quay_mem_atomic(quay_engine *e, int32_t peer, uint64_t key, uint64_t offset,
+                             uint32_t op, uint64_t operand, uint64_t compare, uint64_t *old);
 
 /* ------------------------------------------------------------------ */
 /* Arrivals, time, output                                               */
@@ -1091,8 +1129,14 @@ typedef enum quay_trace_kind {
                               sequenced types) */
     QUAY_TR_PKT_OUT = 3, /**< packet of `pkt` type emitted to `peer` */
     QUAY_TR_REJECT = 4,  /**< packet from `peer` rejected with `code` */
-    QUAY_TR_MATCH = 5    /**< receive `req_id` matched message (`peer`,
+    QUAY_TR_MATCH = 5,   /**< receive `req_id` matched message (`peer`,
                               `seq`, ctx, src, tag) */
+    QUAY_TR_FORGED_KEY = 6, /**< `peer` presented a memory key this engine
+                                 never made for it (`code`: the refusal) */
+    QUAY_TR_PEER_HOSTILE = 7 /**< `peer` declared failed for what it sent
+                                  (`code`: QUAY_ESTATE past
+                                  forged_key_limit, QUAY_EPROTO past
+                                  malformed_limit) */
 } quay_trace_kind;
 
 /** One trace event; valid only during the callback. */
@@ -1198,6 +1242,10 @@ typedef struct quay_stats {
     uint64_t coll_bypassed;    /**< broadcasts and reduces started by their
                                     data's arrival, before the local call
                                     (application bypass) */
+    /* hostile peers (docs/threats.md) */
+    uint64_t forged_keys;      /**< memory keys refused as forged */
+    uint32_t peers_hostile;    /**< peers failed past forged_key_limit or
+                                    malformed_limit (also in peers_failed) */
 } quay_stats;
 
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);

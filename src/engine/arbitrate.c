@@ -211,7 +211,7 @@ void arb_post(quay_engine *e, quay_req *r)
         need++;
     }
     if (rtrq_room(e) < need ||
-        mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, &r->lkey) != 0) {
+        mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, MEM_SCOPE_NONE, 0, &r->lkey) != 0) {
         e->st.any_plain++;
         return;
     }
@@ -286,6 +286,7 @@ static int on_flag(quay_engine *e, int32_t peer, const umsg *m)
         it->sreq = m->sreq;
         it->cap = r->len;
         it->key = r->lkey;
+        mem_bind(e, r->lkey, peer); /* the key is good for the claimant alone */
         e->st.any_claimed++;
         return 0;
     }

@@ -44,6 +44,8 @@ void quay_config_default(quay_config *cfg)
     cfg->coll_ps_per_byte = 100;
     cfg->coll_segment = 0;
     cfg->coll_max = 64;
+    cfg->forged_key_limit = 8;
+    cfg->malformed_limit = 64;
 }
 
 int config_check(quay_config *c)
@@ -122,6 +124,13 @@ int config_check(quay_config *c)
         c->coll_gap_ns == 0 || c->coll_latency_ns < c->coll_gap_ns ||
         c->coll_latency_ns / c->coll_gap_ns > 1000000 || c->coll_max == 0 ||
         c->coll_max > 65536 || c->coll_offload > 1 || c->coll_bypass > 1)
+        return QUAY_EINVAL;
+    /* A transport that can touch our memory needs keys nobody can guess. */
+    int secret = 0;
+    for (int i = 0; i < 16; i++)
+        secret |= c->key_secret[i];
+    if (!secret && (c->transport_caps & (QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT |
+                                         QUAY_CAP_RDMA_ATOMIC)))
         return QUAY_EINVAL;
     /* Only a frame says which channel a packet is for. */
     if (c->channels == 0 || c->channels > QUAY_MAX_CHANNELS ||

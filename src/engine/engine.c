@@ -302,6 +302,22 @@ static inline int is_train(const uint8_t *b, size_t len)
 }
 
 /* Count, trace and follow up a packet's verdict rc (0: consumed). */
+/* A packet (or a sequenced frame's content) from `peer` was refused with
+ * rc: counted and traced. An honest peer sends nothing we refuse; past the
+ * limit, one that keeps doing it is failed (counted on the root: the limit
+ * is per peer, whatever channel its packets name). */
+static void packet_refused(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
+{
+    e->st.pkts_rejected++;
+    if (e->trace_fn)
+        trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
+    quay_engine *root = e->root;
+    uint32_t limit = root->cfg.malformed_limit;
+    if (limit != 0 && peer != root->rank && !peer_failed(root, peer) &&
+        ++root->peers[peer].rejected > limit)
+        engine_peer_hostile(root, peer, QUAY_EPROTO);
+}
+
 static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
 {
     if (rc == 0) {
@@ -311,9 +327,8 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
     } else if (rc == QUAY_EAGAIN) {
         e->st.pkts_deferred++;
     } else if (!quay_err_is_fatal(rc)) {
-        e->st.pkts_rejected++;
-        if (e->trace_fn)
-            trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
+        packet_refused(e, peer, bytes, len, rc);
+        return e->fatal ? e->fatal : rc; /* refused: it moved nothing */
     }
     if (coll_due(e))
         e->coll_progress(e); /* the arrival finished steps: start the next */
@@ -463,9 +478,14 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
     if (peer_failed(e, peer)) {
         rc = QUAY_ESTATE; /* declared failed: nothing more from it counts */
     } else if (e->flow) {
-        rc = chan_on_packet(e, peer, bytes, len);
+        int content;
+        rc = chan_on_packet(e, peer, bytes, len, &content);
         if (rc == CHAN_CONSUMED) {
             e->st.pkts_in++;
+            if (content != 0) /* the frame was taken, its content refused */
+                packet_refused(e, peer, bytes, len, content);
+            if (coll_due(e))
+                e->coll_progress(e); /* (an ACK may have finished steps) */
             return e->fatal ? e->fatal : 0;
         }
     } else if (peer == e->rank) {
@@ -670,6 +690,6 @@ void quay_engine_stats(const quay_engine *e, quay_stats *st)
     st->held_out_of_order = e->held_total;
     st->comms_in_use = e->ncomms;
     st->ctrl_queued = e->ctrl_count;
-    st->regions_in_use = e->regions_used;
+    st->regions_in_use = e->mem.used;
     st->ctrl_reserved = e->ctrl_reserved;
 }

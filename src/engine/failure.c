@@ -93,6 +93,16 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
     chan_abandon(e, peer);
 }
 
+void engine_peer_hostile(quay_engine *root, int32_t peer, int code)
+{
+    if (peer_failed(root, peer))
+        return;
+    root->st.peers_hostile++;
+    if (root->trace_fn)
+        trace_pkt(root, QUAY_TR_PEER_HOSTILE, 0, peer, 0, 0, code);
+    quay_on_peer_failed(root, peer);
+}
+
 int quay_on_peer_failed(quay_engine *e, int32_t peer)
 {
     if (e == NULL)

@@ -31,6 +31,7 @@
 #include <quay/quay.h>
 
 #include "engine/list.h"
+#include "engine/mem.h"
 
 /* Keeps a rare path out of its caller, so the common one stays short (no
  * register spills for what it never does). */
@@ -223,6 +224,7 @@ struct quay_comm {
                             lookup, kept from then on (match.c) */
     uint32_t nunexp;
     uint32_t nreqs;      /* requests referencing this comm */
+    uint32_t nregions;   /* registered regions scoped to it (mem.c) */
     uint32_t nplain;     /* posted receives not delegated by an RTR: while
                             any is pending no receive of the comm may be
                             delegated (it could be owed a message first) */
@@ -297,16 +299,7 @@ typedef struct any_slot {
 #define ANY_ID(i, gen) ((uint32_t)(gen) << 8 | (uint32_t)((i) + 1))
 #define ANY_IDX(id) (((id) & 0xFFu) - 1u)
 
-/* Registered memory region (mem.c). */
-typedef struct mregion {
-    void *base;
-    uint64_t len;
-    uint32_t gen;       /* in every key of it; bumped on each registration */
-    uint32_t next_free; /* free list (index), UINT32_MAX at the end */
-    uint8_t access;     /* QUAY_MEM_READ | QUAY_MEM_WRITE */
-    uint8_t internal;   /* registered by a protocol, not the user */
-    uint8_t in_use;
-} mregion;
+/* Registered memory region: engine/mem.h. */
 
 /* Outgoing descriptor kinds beyond wire packet types: RDMA actions. */
 enum { QOUT_RDMA_PUT = 0x40, QOUT_RDMA_GET = 0x41, QOUT_RDMA_ATOMIC = 0x42 };
@@ -376,6 +369,8 @@ typedef struct peer_state {
     uint32_t nheld;
     uint8_t drain_blocked; /* held head is due but could not be processed */
     uint8_t failed;    /* declared failed: its requests completed EPEER */
+    uint32_t forged;   /* forged memory keys it presented (mem.c) */
+    uint32_t rejected; /* packets of its we rejected (engine.c) */
     /* flow control (QUAY_FLOW_ACKNACK) */
     fc_tx tx;
     fc_rx rx;
@@ -575,11 +570,7 @@ struct quay_engine {
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */
 
     /* registered memory (mem.c) */
-    mregion *regions;
-    uint32_t nregions;
-    uint32_t regions_used;
-    uint32_t region_free;
-    uint64_t mem_secret;
+    mem_table mem;
 
     /* channels: channel 0 is the engine the user created (the root); it
      * owns the others and faces the transport (engine.c dispatches) */
@@ -1130,6 +1121,9 @@ static inline void inline_out_put(quay_engine *e, qout *o)
 /** Declare `peer` failed: abandon its packets, complete every request that
  *  depends on it with QUAY_EPEER; other peers are untouched. */
 void engine_peer_failed(quay_engine *e, int32_t peer);
+/** Declare `peer` failed on every channel for what it sent (root engine):
+ *  counted, traced (QUAY_TR_PEER_HOSTILE with `code`). */
+void engine_peer_hostile(quay_engine *root, int32_t peer, int code);
 /* The peer whose failure would fail request r (its specific source, its
  * destination, its transfer partner), or -1 (ANY_SOURCE, self, done). */
 int32_t req_waits_on(const quay_engine *e, const quay_req *r);
@@ -1144,24 +1138,17 @@ void context_reset(quay_engine *e, uint32_t key);
 /** Free what the context holds outside the pools: payload copies of live
  *  messages, communicators' rank maps (arrays may be NULL). */
 void context_free_heap(quay_engine *e);
+/** The channel's state as a context blob's body would hold it, whatever
+ *  the channel is doing (no preconditions; read only), into buf[0..cap):
+ *  the length it takes, or 0 if some state has no blob form. For tests
+ *  and fuzzing: equal bytes before and after a call mean the call changed
+ *  nothing a context holds. */
+size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 /** Rebuild the request, message and region free lists, in index order,
  *  from the slots' own state (FREE, UM_FREE, not in use). */
 void context_rebuild_free(quay_engine *e);
 
-/* ---- registered memory (mem.c) ------------------------------------------- */
-int mem_init(quay_engine *e);
-void mem_fini(quay_engine *e);
-/** The region a key names on this channel, or NULL (stale, forged, other
- *  channel). */
-mregion *mem_lookup(const quay_engine *e, uint64_t key);
-/** Slot and generation of a key well formed for this channel (its check
- *  bits match), whatever the table holds now: 0, else QUAY_ESTATE. */
-int mem_key_parse(const quay_engine *e, uint64_t key, uint32_t *idx, uint32_t *gen);
-int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
-                 uint64_t *key);
-void mem_release(quay_engine *e, mregion *m);
-/** Release the protocol-internal region *key names, if any; *key = 0. */
-void mem_release_internal(quay_engine *e, uint64_t *key);
+/* ---- registered memory: engine/mem.h ---------------------------------------- */
 
 /* ---- one-sided transfers (rdma.c) ------------------------------------------ */
 /** Build r's RDMA action into o. */

@@ -1,77 +1,131 @@
 /*
  * mem.c — registered memory for the remote-memory protocols: regions,
- * their keys, and the check every key from the wire goes through.
+ * their keys, who may use each key, and the check every key from the wire
+ * goes through.
  *
- * A key names a slot of the bounded region table and carries the slot's
- * generation and a check value derived from the engine's secret, so a
- * stale key (its region deregistered, the slot reused) or a forged one is
- * refused before anything is dereferenced; a key that passes only ever
- * yields an address inside the region it names, with the access that
- * region was registered for. Key layout (64 bits):
+ * A key is the encryption, under the engine's secret (key_secret, with
+ * the rank mixed in), of the 64-bit block
  *   bits 0..16   slot index (config_check keeps max_regions <= 2^17)
  *   bits 17..19  channel (the adapter resolves a key on the engine: the
  *                key says which channel's table)
- *   bits 20..43  generation (24 bits, never 0)
- *   bits 44..63  check: mix(secret, channel, slot, generation) (20 bits)
+ *   bits 20..51  generation of the slot (never 0)
+ *   bits 52..63  zero
+ * by Speck64/128, a 64-bit block cipher: without the secret a peer cannot
+ * make a key that opens to a live (slot, generation), so a guess succeeds
+ * with probability live regions / 2^64, and a peer is failed after
+ * forged_key_limit refused guesses. A key that opens to a live region is
+ * honoured only for the peers the region was registered for (a
+ * rendezvous region: the one peer of its message; a user region: one
+ * peer, a communicator's members or the world), and only ever yields an
+ * address inside that region, with the access it was registered for. A
+ * key of a slot's earlier generation is stale (a legitimate race with
+ * deregistration); any other refusal is a forgery.
  */
 #include "engine/internal.h"
 
 #define KEY_SLOT_BITS 17u
 #define KEY_CHAN_SHIFT 17u
-#define KEY_IDX_BITS 20u /* slot and channel */
-#define KEY_GEN_BITS 24u
-#define KEY_GEN_MASK ((1u << KEY_GEN_BITS) - 1u)
-#define KEY_CHECK_SHIFT (KEY_IDX_BITS + KEY_GEN_BITS)
+#define KEY_GEN_SHIFT 20u
+#define KEY_PAD_SHIFT 52u
 
-static uint64_t mix64(uint64_t x)
+/* ---- the cipher: Speck64/128 (Beaulieu et al., 2013), 27 rounds --------- */
+
+static inline uint32_t ror32(uint32_t x, unsigned r) { return x >> r | x << (32u - r); }
+static inline uint32_t rol32(uint32_t x, unsigned r) { return x << r | x >> (32u - r); }
+
+/* k[0] is the first round key, k[1..3] the rest of the key (l0, l1, l2). */
+void mem_cipher_schedule(uint32_t rk[MEM_KEY_ROUNDS], const uint32_t k[4])
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
+    uint32_t a = k[0], l[3] = {k[1], k[2], k[3]};
+    for (uint32_t i = 0; i < MEM_KEY_ROUNDS; i++) {
+        rk[i] = a;
+        uint32_t nl = (a + ror32(l[i % 3], 8)) ^ i;
+        l[i % 3] = nl;
+        a = rol32(a, 3) ^ nl;
+    }
 }
+
+/* The block's high word is Speck's x, its low word y. */
+uint64_t mem_cipher_encrypt(const uint32_t rk[MEM_KEY_ROUNDS], uint64_t block)
+{
+    uint32_t x = (uint32_t)(block >> 32), y = (uint32_t)block;
+    for (uint32_t i = 0; i < MEM_KEY_ROUNDS; i++) {
+        x = (ror32(x, 8) + y) ^ rk[i];
+        y = rol32(y, 3) ^ x;
+    }
+    return (uint64_t)x << 32 | y;
+}
+
+uint64_t mem_cipher_decrypt(const uint32_t rk[MEM_KEY_ROUNDS], uint64_t block)
+{
+    uint32_t x = (uint32_t)(block >> 32), y = (uint32_t)block;
+    for (uint32_t i = MEM_KEY_ROUNDS; i-- > 0;) {
+        y = ror32(y ^ x, 3);
+        x = rol32((x ^ rk[i]) - y, 8);
+    }
+    return (uint64_t)x << 32 | y;
+}
+
+/* ---- keys ------------------------------------------------------------------ */
 
 static uint64_t key_make(const quay_engine *e, uint32_t idx, uint32_t gen)
 {
-    uint64_t body = (uint64_t)gen << KEY_IDX_BITS | (uint64_t)e->chan_id << KEY_CHAN_SHIFT | idx;
-    uint64_t check = mix64(e->mem_secret ^ body) >> KEY_CHECK_SHIFT;
-    return check << KEY_CHECK_SHIFT | body;
+    uint64_t block = (uint64_t)gen << KEY_GEN_SHIFT | (uint64_t)e->chan_id << KEY_CHAN_SHIFT | idx;
+    return mem_cipher_encrypt(e->mem.rk, block);
+}
+
+/* Open a key with this engine's cipher (every channel has the same):
+ * 0 and its channel, slot and generation, or QUAY_ESTATE (no key this
+ * engine could have made). */
+static int key_open(const quay_engine *e, uint64_t key, uint32_t *ch, uint32_t *idx,
+                    uint32_t *gen)
+{
+    if (!e->mem.keys_on)
+        return QUAY_ESTATE;
+    uint64_t b = mem_cipher_decrypt(e->mem.rk, key);
+    *idx = (uint32_t)(b & ((1u << KEY_SLOT_BITS) - 1u));
+    *ch = (uint32_t)(b >> KEY_CHAN_SHIFT) & 7u;
+    *gen = (uint32_t)(b >> KEY_GEN_SHIFT);
+    if ((b >> KEY_PAD_SHIFT) != 0 || *gen == 0)
+        return QUAY_ESTATE;
+    return 0;
 }
 
 int mem_init(quay_engine *e)
 {
-    e->nregions = e->cfg.max_regions;
-    e->region_free = UINT32_MAX; /* (no table: every registration is refused) */
-    if (e->nregions == 0)
+    mem_table *t = &e->mem;
+    t->nregions = e->cfg.max_regions;
+    t->free = UINT32_MAX; /* (no table: every registration is refused) */
+    uint32_t k[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 16; i++)
+        k[i / 4] |= (uint32_t)e->cfg.key_secret[i] << (8 * (i % 4));
+    t->keys_on = (k[0] | k[1] | k[2] | k[3]) != 0;
+    /* Ranks given one secret still make different keys. */
+    k[3] ^= (uint32_t)e->rank;
+    mem_cipher_schedule(t->rk, k);
+    if (t->nregions == 0)
         return 0;
-    e->regions = qalloc(e, (size_t)e->nregions * sizeof *e->regions);
-    if (e->regions == NULL)
+    t->regions = qalloc(e, (size_t)t->nregions * sizeof *t->regions);
+    if (t->regions == NULL)
         return QUAY_ENOMEM;
-    memset(e->regions, 0, (size_t)e->nregions * sizeof *e->regions);
-    e->region_free = UINT32_MAX;
-    for (uint32_t i = e->nregions; i-- > 0;) {
-        e->regions[i].next_free = e->region_free;
-        e->region_free = i;
+    memset(t->regions, 0, (size_t)t->nregions * sizeof *t->regions);
+    for (uint32_t i = t->nregions; i-- > 0;) {
+        t->regions[i].next_free = t->free;
+        t->free = i;
     }
-    /* Per engine and channel, so that keys of one never pass in another. */
-    e->mem_secret = mix64(e->cfg.seed ^ 0x6b6579736b657973ull ^
-                          ((uint64_t)(uint32_t)e->rank << 32) ^ e->chan_id);
     return 0;
 }
 
 void mem_fini(quay_engine *e)
 {
-    qfree(e, e->regions);
-    e->regions = NULL;
+    qfree(e, e->mem.regions);
+    e->mem.regions = NULL;
 }
 
 int mem_key_parse(const quay_engine *e, uint64_t key, uint32_t *idx, uint32_t *gen)
 {
-    *idx = (uint32_t)(key & ((1u << KEY_SLOT_BITS) - 1u));
-    *gen = (uint32_t)(key >> KEY_IDX_BITS) & KEY_GEN_MASK;
-    if (*idx >= e->nregions || *gen == 0 || key_make(e, *idx, *gen) != key)
+    uint32_t ch;
+    if (key_open(e, key, &ch, idx, gen) != 0 || ch != e->chan_id || *idx >= e->mem.nregions)
         return QUAY_ESTATE;
     return 0;
 }
@@ -81,41 +135,60 @@ mregion *mem_lookup(const quay_engine *e, uint64_t key)
     uint32_t idx, gen;
     if (mem_key_parse(e, key, &idx, &gen) != 0)
         return NULL;
-    mregion *m = &e->regions[idx];
+    mregion *m = &e->mem.regions[idx];
     if (!m->in_use || m->gen != gen)
         return NULL;
     return m;
 }
 
 int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
-                 uint64_t *key)
+                 int32_t scope, uint32_t scope_comm, uint64_t *key)
 {
-    if (e->region_free == UINT32_MAX)
+    mem_table *t = &e->mem;
+    if (!t->keys_on)
+        return QUAY_ENOTSUP;
+    if (t->free == UINT32_MAX)
         return QUAY_EAGAIN;
-    uint32_t idx = e->region_free;
-    mregion *m = &e->regions[idx];
-    e->region_free = m->next_free;
-    m->gen = (m->gen + 1u) & KEY_GEN_MASK;
-    if (m->gen == 0)
-        m->gen = 1;
+    uint32_t idx = t->free;
+    mregion *m = &t->regions[idx];
+    t->free = m->next_free;
+    /* (0 is never a generation; one key in 2^64 encrypts to 0, the
+     * protocols' "no key": skip that generation) */
+    do {
+        m->gen = m->gen + 1u != 0 ? m->gen + 1u : 1u;
+        *key = key_make(e, idx, m->gen);
+    } while (*key == 0);
     m->base = base;
     m->len = len;
     m->access = (uint8_t)access;
     m->internal = (uint8_t)internal;
+    m->scope = scope;
+    m->scope_comm = scope_comm;
     m->in_use = 1;
-    e->regions_used++;
-    *key = key_make(e, idx, m->gen);
+    t->used++;
+    if (scope == MEM_SCOPE_COMM)
+        e->comms[scope_comm].nregions++;
     return 0;
 }
 
 void mem_release(quay_engine *e, mregion *m)
 {
+    mem_table *t = &e->mem;
+    if (m->scope == MEM_SCOPE_COMM)
+        e->comms[m->scope_comm].nregions--;
     m->in_use = 0;
     m->base = NULL;
     m->len = 0;
-    m->next_free = e->region_free;
-    e->region_free = (uint32_t)(m - e->regions);
-    e->regions_used--;
+    m->next_free = t->free;
+    t->free = (uint32_t)(m - t->regions);
+    t->used--;
+}
+
+void mem_bind(quay_engine *e, uint64_t key, int32_t peer)
+{
+    mregion *m = mem_lookup(e, key);
+    if (m != NULL && m->scope != MEM_SCOPE_COMM)
+        m->scope = peer;
 }
 
 void mem_release_internal(quay_engine *e, uint64_t *key)
@@ -128,7 +201,10 @@ void mem_release_internal(quay_engine *e, uint64_t *key)
     *key = 0;
 }
 
-int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access, uint64_t *key)
+/* ---- the user's registrations ---------------------------------------------- */
+
+static int register_user(quay_engine *e, void *base, size_t len, uint32_t access,
+                         int32_t scope, uint32_t scope_comm, uint64_t *key)
 {
     if (e == NULL || key == NULL || (base == NULL && len != 0) || access == 0 ||
         (access & ~(uint32_t)(QUAY_MEM_READ | QUAY_MEM_WRITE)))
@@ -136,7 +212,35 @@ int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access, u
     *key = 0;
     if (e->fatal)
         return e->fatal;
-    return mem_register(e, base, len, access, 0, key);
+    return mem_register(e, base, len, access, 0, scope, scope_comm, key);
+}
+
+int quay_mem_register(quay_engine *e, void *base, size_t len, uint32_t access, uint64_t *key)
+{
+    return register_user(e, base, len, access, MEM_SCOPE_WORLD, 0, key);
+}
+
+int quay_mem_register_peer(quay_engine *e, void *base, size_t len, uint32_t access,
+                           int32_t peer, uint64_t *key)
+{
+    if (e != NULL && (peer < 0 || peer >= e->nranks)) {
+        if (key != NULL)
+            *key = 0;
+        return QUAY_ERANK;
+    }
+    return register_user(e, base, len, access, peer, 0, key);
+}
+
+int quay_mem_register_comm(quay_engine *e, void *base, size_t len, uint32_t access,
+                           const quay_comm *comm, uint64_t *key)
+{
+    if (e == NULL || comm == NULL || comm < e->comms || comm >= e->comms + e->ncomms_max ||
+        !comm->in_use || comm->internal) {
+        if (key != NULL)
+            *key = 0;
+        return QUAY_EINVAL;
+    }
+    return register_user(e, base, len, access, MEM_SCOPE_COMM, (uint32_t)(comm - e->comms), key);
 }
 
 int quay_mem_deregister(quay_engine *e, uint64_t key)
@@ -150,19 +254,82 @@ int quay_mem_deregister(quay_engine *e, uint64_t key)
     return 0;
 }
 
-int quay_mem_resolve(const quay_engine *e, uint64_t key, uint64_t offset, uint64_t len,
+/* ---- keys from the wire ------------------------------------------------------ */
+
+static int comm_has_member(const quay_comm *c, int32_t peer)
+{
+    if (c->identity)
+        return peer < c->size;
+    for (int32_t i = 0; i < c->size; i++)
+        if (c->world[i] == peer)
+            return 1;
+    return 0;
+}
+
+/* May `peer` use region m of channel ch? Its owner always may. */
+static int scope_allows(const quay_engine *ch, const mregion *m, int32_t peer)
+{
+    if (peer == ch->rank || m->scope == MEM_SCOPE_WORLD || m->scope == peer)
+        return 1;
+    return m->scope == MEM_SCOPE_COMM && comm_has_member(&ch->comms[m->scope_comm], peer);
+}
+
+/* `peer` presented a key this engine never made for it: count it, trace
+ * it, and past the limit fail the peer. */
+static int key_forged(quay_engine *root, int32_t peer)
+{
+    root->st.forged_keys++;
+    if (root->trace_fn)
+        trace_pkt(root, QUAY_TR_FORGED_KEY, 0, peer, 0, 0, QUAY_ESTATE);
+    if (peer != root->rank && !peer_failed(root, peer) &&
+        ++root->peers[peer].forged > root->cfg.forged_key_limit)
+        engine_peer_hostile(root, peer, QUAY_ESTATE);
+    return QUAY_ESTATE;
+}
+
+/* The live region `key` names for `peer`; NULL with *rc the refusal. */
+static const mregion *key_check(quay_engine *root, int32_t peer, uint64_t key, int *rc)
+{
+    uint32_t ch, idx, gen;
+    *rc = QUAY_ESTATE;
+    if (peer != root->rank && peer_failed(root, peer))
+        return NULL; /* nothing more from it counts */
+    if (key_open(root, key, &ch, &idx, &gen) != 0 || ch >= root->nchans) {
+        key_forged(root, peer);
+        return NULL;
+    }
+    const quay_engine *c = root->chans[ch];
+    if (idx >= c->mem.nregions) {
+        key_forged(root, peer);
+        return NULL;
+    }
+    const mregion *m = &c->mem.regions[idx];
+    if (m->in_use && m->gen == gen) {
+        if (scope_allows(c, m, peer))
+            return m;
+        key_forged(root, peer); /* made for another peer */
+        return NULL;
+    }
+    /* An earlier generation of the slot is stale; a later one was never
+     * made. */
+    if ((int32_t)(gen - m->gen) > 0)
+        key_forged(root, peer);
+    return NULL;
+}
+
+int quay_mem_resolve(quay_engine *e, int32_t peer, uint64_t key, uint64_t offset, uint64_t len,
                      uint32_t access, void **addr)
 {
     if (e == NULL || addr == NULL)
         return QUAY_EINVAL;
     *addr = NULL;
-    const quay_engine *root = e->root;
-    uint32_t ch = (uint32_t)(key >> KEY_CHAN_SHIFT) & 7u;
-    if (ch >= root->nchans)
-        return QUAY_ESTATE;
-    const mregion *m = mem_lookup(root->chans[ch], key);
+    quay_engine *root = e->root;
+    if (peer < 0 || peer >= root->nranks)
+        return QUAY_ERANK;
+    int rc;
+    const mregion *m = key_check(root, peer, key, &rc);
     if (m == NULL)
-        return QUAY_ESTATE; /* stale or forged */
+        return rc;
     if (access == 0 || (access & ~(uint32_t)m->access) || offset > m->len ||
         len > m->len - offset)
         return QUAY_EPROTO; /* outside the region, or not allowed */

@@ -6,7 +6,8 @@
  * holds them back like any other sending (context switch C1), and take an
  * outgoing descriptor each, whose token the adapter completes. The peer's
  * key is not checked here: it is the peer's, and the adapter checks it
- * against the peer's table (quay_mem_resolve) when it executes the action.
+ * against the peer's table, for this rank (quay_mem_resolve), when it
+ * executes the action.
  * To this rank itself nothing travels: the engine resolves its own key
  * and copies at once.
  *
@@ -67,14 +68,14 @@ static void rdma_go(quay_engine *e, quay_req *r)
     int rc;
     if (r->mode == RDMA_ATOMIC) {
         uint64_t old = 0;
-        rc = quay_mem_atomic(e, r->rkey, r->roff, ATOMIC_OP(r), ATOMIC_OPERAND(r),
+        rc = quay_mem_atomic(e, e->rank, r->rkey, r->roff, ATOMIC_OP(r), ATOMIC_OPERAND(r),
                              ATOMIC_COMPARE(r), &old);
         if (rc == 0)
             memcpy(local, &old, sizeof old);
     } else {
         int put = r->mode == RDMA_PUT;
-        rc = quay_mem_resolve(e, r->rkey, r->roff, len, put ? QUAY_MEM_WRITE : QUAY_MEM_READ,
-                              &addr);
+        rc = quay_mem_resolve(e, e->rank, r->rkey, r->roff, len,
+                              put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
         if (rc == 0 && len != 0) {
             if (put)
                 memmove(addr, local, len);
@@ -125,14 +126,14 @@ int quay_iatomic(quay_engine *e, int32_t peer, uint32_t op, uint64_t key, uint64
     return 0;
 }
 
-int quay_mem_atomic(const quay_engine *e, uint64_t key, uint64_t offset, uint32_t op,
+int quay_mem_atomic(quay_engine *e, int32_t peer, uint64_t key, uint64_t offset, uint32_t op,
                     uint64_t operand, uint64_t compare, uint64_t *old)
 {
     if (old == NULL || op < QUAY_ATOMIC_FADD || op > QUAY_ATOMIC_CAS)
         return QUAY_EINVAL;
     void *addr;
-    int rc = quay_mem_resolve(e, key, offset, sizeof *old, QUAY_MEM_READ | QUAY_MEM_WRITE,
-                              &addr);
+    int rc = quay_mem_resolve(e, peer, key, offset, sizeof *old,
+                              QUAY_MEM_READ | QUAY_MEM_WRITE, &addr);
     if (rc != 0)
         return rc;
     uint64_t w;

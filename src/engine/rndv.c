@@ -56,18 +56,18 @@ void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
 }
 
 /*
- * CTS indices seen by the sender: every index below r->ncts, plus a 64-bit
- * window above it (a receiver never has more CTSs in flight than
+ * CTS indices seen by the sender: every index below ncts, plus a 64-bit
+ * window `bits` above it (a receiver never has more CTSs in flight than
  * fragments granted, <= 64). Returns the window bit for `index`, or 0 if
  * the index is a duplicate or out of the window.
  */
-static uint64_t cts_bit(const quay_req *r, uint32_t index)
+static uint64_t cts_bit(uint32_t ncts, uint64_t bits, uint32_t index)
 {
-    uint32_t d = index - r->ncts;
-    if (index < r->ncts || d >= 64)
+    uint32_t d = index - ncts;
+    if (index < ncts || d >= 64)
         return 0;
     uint64_t bit = 1ull << d;
-    return (r->cts_bits & bit) ? 0 : bit;
+    return (bits & bit) ? 0 : bit;
 }
 
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
@@ -87,15 +87,14 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         nf = (h->len + h->frag - 1) / h->frag;
         if (nf > UINT32_MAX || (h->grant == 0 && nf != 0))
             return QUAY_ESTATE;
-        r->ncts = 1; /* index window starts at 1 */
-        r->cts_bits = 0;
     } else {
         if (h->rreq != r->rreq || h->len != r->accepted || h->frag != r->frag)
             return QUAY_ESTATE;
         nf = r->nfrags;
     }
-    /* Validate everything before changing anything. */
-    uint64_t bit = cts_bit(r, h->index);
+    /* Validate everything before changing anything (the first CTS's
+     * index window starts at 1). */
+    uint64_t bit = first ? cts_bit(1, 0, h->index) : cts_bit(r->ncts, r->cts_bits, h->index);
     int final = h->grant == nf;
     /* A receiver sends a CTS only to raise its grant (one, granting
      * nothing, when it accepts no bytes): at most max(nf, 1) of them. A
@@ -105,6 +104,8 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
         return QUAY_ESTATE;
 
     if (first) {
+        r->ncts = 1;
+        r->cts_bits = 0;
         r->rreq = h->rreq;
         r->accepted = h->len;
         r->frag = h->frag;

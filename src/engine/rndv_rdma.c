@@ -55,7 +55,8 @@ void rndv_offer(quay_engine *e, quay_req *r)
     if (r->peer == e->rank || mode == QUAY_RNDV_COPY)
         return; /* self-sends run the packet protocol through loopback */
     if (mode == QUAY_RNDV_GET &&
-        mem_register(e, (void *)(uintptr_t)r->u.sbuf, r->len, QUAY_MEM_READ, 1, &r->lkey) == 0) {
+        mem_register(e, (void *)(uintptr_t)r->u.sbuf, r->len, QUAY_MEM_READ, 1, r->peer, 0,
+                     &r->lkey) == 0) {
         r->flags |= RF_GET_OFFER;
         return;
     }
@@ -74,7 +75,7 @@ int rndv_rdma_matched(quay_engine *e, quay_req *r, const umsg *env)
               r->accepted != 0;
     if (get && !ctrl_reserve(e))
         return 0;
-    if (put && mem_register(e, r->u.rbuf, r->accepted, QUAY_MEM_WRITE, 1, &r->lkey) != 0)
+    if (put && mem_register(e, r->u.rbuf, r->accepted, QUAY_MEM_WRITE, 1, env->peer, 0, &r->lkey) != 0)
         return 0;
     if (!get && !put)
         return 0;

@@ -131,7 +131,7 @@ void rtr_delegate(quay_engine *e, quay_req *r)
     if (peer == e->rank || ps->failed || ps->rtr_out >= e->cfg.rtr_per_peer ||
         e->rtrq_count == e->rtrq_cap)
         return;
-    if (mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, &r->lkey) != 0)
+    if (mem_register(e, r->u.rbuf, r->len, QUAY_MEM_WRITE, 1, peer, 0, &r->lkey) != 0)
         return; /* no region: the sender-initiated way */
     r->peer = peer;
     ps->rtr_out++; /* the queued item holds it until it goes out */

@@ -130,6 +130,15 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
     return 0;
 }
 
+int fc_tx_check(const fc_tx *t, int is_nack, uint32_t v)
+{
+    if (t->failed)
+        return FC_EPEER;
+    if (is_nack ? fc_seq_le(t->next, v) : fc_seq_lt(t->next, v))
+        return FC_ESTATE;
+    return 0;
+}
+
 void fc_tx_heard(fc_tx *t)
 {
     t->retries = 0;

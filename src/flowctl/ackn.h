@@ -200,6 +200,9 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
 /** Any valid packet arrived from the peer (even a stale ACK or a
  *  duplicate): it is alive, so retries = 0. Unacknowledged messages that
  *  still make no progress are bounded by FC_STUCK_FACTOR instead. */
+/** Would fc_tx_on_nack (is_nack) or fc_tx_on_ack take `v`? 0, or the code
+ *  they would return; changes nothing. */
+int fc_tx_check(const fc_tx *t, int is_nack, uint32_t v);
 void fc_tx_heard(fc_tx *t);
 
 /** A round-trip sample: the time from the first transmission of a message

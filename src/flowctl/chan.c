@@ -209,14 +209,29 @@ void chan_submit(quay_engine *e, qout *o)
 
 /* ---- frames ----------------------------------------------------------------- */
 
-static uint32_t packet_crc(const quay_engine *e, const uint8_t *frame,
+/* The CRC of a frame from world rank `from` to `to`. */
+static uint32_t packet_crc(const quay_engine *e, int32_t from, int32_t to, const uint8_t *frame,
                            const uint8_t *rest, size_t rest_len,
                            const void *payload, size_t plen)
 {
     static const uint8_t zero[4] = {0, 0, 0, 0};
     /* Seeded with the context key: a frame of another context fails the
-     * check (for a given length, two seeds always give different CRCs). */
-    uint32_t c = crc32c_update(e->crc_table, e->ctx_key, frame, 16);
+     * check (for a given length, two seeds always give different CRCs).
+     * Then its two ends, so that a frame delivered to anyone but its
+     * receiver, or as if from anyone but its sender (fed back to it, say),
+     * fails too: in one 32-bit word while ranks fit 16 bits, where any two
+     * pairs always differ in the CRC. */
+    uint8_t ends[8];
+    size_t nends = 4;
+    if (e->nranks <= 65536) {
+        wire_put32(ends, (uint32_t)from | (uint32_t)to << 16);
+    } else {
+        wire_put32(ends, (uint32_t)from);
+        wire_put32(ends + 4, (uint32_t)to);
+        nends = 8;
+    }
+    uint32_t c = crc32c_update(e->crc_table, e->ctx_key, ends, nends);
+    c = crc32c_update(e->crc_table, c, frame, 16);
     c = crc32c_update(e->crc_table, c, zero, 4);
     c = crc32c_update(e->crc_table, c, rest, rest_len);
     if (plen != 0)
@@ -261,7 +276,7 @@ static void write_frame(quay_engine *e, qout *o, uint8_t kind, uint32_t seq)
     wire_put32(f + 4, seq);
     wire_put32(f + 8, ack);
     wire_put32(f + 12, nack);
-    wire_put32(f + 16, packet_crc(e, f, OUT_HDR(o), o->hdr_len, o->payload,
+    wire_put32(f + 16, packet_crc(e, e->rank, o->peer, f, OUT_HDR(o), o->hdr_len, o->payload,
                                   o->payload_len));
 }
 
@@ -412,14 +427,16 @@ void chan_on_op_done(quay_engine *e, qout *o, int status)
 
 /* ---- arrivals --------------------------------------------------------------------- */
 
-int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
+int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, int *content)
 {
+    *content = 0;
     if (len < CHAN_FRAME_LEN || b[0] != CHAN_VERSION ||
         (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_ALL))
         return QUAY_EPROTO;
     if (peer == e->rank || chan_frame_channel(b) != e->chan_id)
         return QUAY_EPROTO; /* self traffic never travels */
-    uint32_t crc = packet_crc(e, b, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN, NULL, 0);
+    uint32_t crc = packet_crc(e, peer, e->rank, b, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN,
+                              NULL, 0);
     if (crc != wire_get32(b + 16)) {
         e->st.bad_checksum++;
         return QUAY_EPROTO;
@@ -443,6 +460,10 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         nack = ack;
     else if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
         return QUAY_EPROTO;
+    /* What the peer says about our packets to it, checked before
+     * anything changes: a rejected frame leaves every state as it was. */
+    if (fc_tx_check(&ps->tx, (flags & CHAN_F_NACK) != 0, (flags & CHAN_F_NACK) ? nack : ack) != 0)
+        return QUAY_ESTATE; /* acknowledges what we never sent */
     fc_tx_heard(&ps->tx); /* an intact frame: the peer is alive */
     ps->heard = 1;
     ps->probes = 0;
@@ -450,13 +471,11 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
     if (flags & CHAN_F_PING)
         ps->ping_owed = 1;
 
-    /* What the peer says about our packets to it. */
     uint32_t from, to;
     int rc = (flags & CHAN_F_NACK)
                  ? fc_tx_on_nack(&ps->tx, &e->fcp, nack, e->now, &from, &to)
                  : fc_tx_on_ack(&ps->tx, &e->fcp, ack, e->now, &from, &to);
-    if (rc < 0)
-        return QUAY_ESTATE; /* acknowledges what we never sent */
+    (void)rc; /* (fc_tx_check passed: it cannot fail) */
     if (flags & CHAN_F_NACK) {
         if (ps->nack_repeats != 0 && nack == ps->nack_seq) {
             ps->nack_repeats++;
@@ -518,10 +537,15 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
         ps->gap_nack_owed = 0;
         return CHAN_CONSUMED;
     }
-    /* Accepted by the channel even if the engine rejected its content:
-     * re-sending the same bytes could never succeed. */
+    /* Taken by the channel even if the engine refused its content (the
+     * frame is consumed; *content says why): re-sending the same bytes
+     * could never succeed. Only the sender's own stream is spent. */
     fc_rx_accepted(&ps->rx, seq);
     ps->gap_nack_owed = 0; /* a gap NACK still owed is withdrawn with it */
+    if (rc != 0 && !quay_err_is_fatal(rc)) {
+        *content = rc;
+        return CHAN_CONSUMED;
+    }
     return rc;
 }
 

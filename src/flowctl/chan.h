@@ -54,8 +54,10 @@ int chan_has_work(const quay_engine *e);
 #define CHAN_CONSUMED 1
 
 /** A framed packet arrived from `peer`: 0 (its engine packet was taken),
- *  CHAN_CONSUMED, or a QUAY_E* code. */
-int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len);
+ *  CHAN_CONSUMED (with *content the engine's refusal of a sequenced
+ *  frame's content, else 0), or a QUAY_E* code (the frame was refused and
+ *  nothing changed). */
+int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, int *content);
 /** The adapter finished one transmission of o. */
 void chan_on_op_done(quay_engine *e, qout *o, int status);
 /** Run timers; peers whose retry limit passed are failed. */

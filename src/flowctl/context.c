@@ -61,12 +61,13 @@ void context_rebuild_free(quay_engine *e)
         m->blink.next = (qlink *)e->msg_free;
         e->msg_free = m;
     }
-    e->region_free = UINT32_MAX;
-    for (uint32_t i = e->nregions; i-- > 0;) {
-        if (e->regions[i].in_use)
+    mem_table *t = &e->mem;
+    t->free = UINT32_MAX;
+    for (uint32_t i = t->nregions; i-- > 0;) {
+        if (t->regions[i].in_use)
             continue;
-        e->regions[i].next_free = e->region_free;
-        e->region_free = i;
+        t->regions[i].next_free = t->free;
+        t->free = i;
     }
 }
 
@@ -93,15 +94,15 @@ void context_reset(quay_engine *e, uint32_t key)
     for (uint32_t i = 0; i < e->nmsgs; i++)
         if (e->msgs[i].where != UM_FREE)
             memset(&e->msgs[i], 0, sizeof e->msgs[i]);
-    for (uint32_t i = 0; i < e->nregions; i++) {
-        mregion *m = &e->regions[i];
+    for (uint32_t i = 0; i < e->mem.nregions; i++) {
+        mregion *m = &e->mem.regions[i];
         m->in_use = 0;
         m->base = NULL;
         m->len = 0;
     }
     context_rebuild_free(e);
     e->reqs_used = 0;
-    e->regions_used = 0;
+    e->mem.used = 0;
     e->msgs_used = 0;
     e->ubytes = 0;
     e->held_bytes = 0;

@@ -22,7 +22,7 @@
 #include "engine/match_oracle.h"
 #include "flowctl/crc32c.h"
 
-#define SNAP_VERSION 4u
+#define SNAP_VERSION 5u
 #define SNAP_NONE UINT32_MAX
 #define SNAP_HDR_LEN 16u /* magic 8, version 4, total length 4 */
 
@@ -330,29 +330,28 @@ static void sx_reqids(snap *s)
 static void sx_regions(snap *s)
 {
     quay_engine *e = s->e;
-    uint32_t n = sx_count(s, e->nregions, e->nregions);
-    if (n != e->nregions)
+    mem_table *t = &e->mem;
+    uint32_t n = sx_count(s, t->nregions, t->nregions);
+    if (n != t->nregions)
         corrupt(s);
     for (uint32_t i = 0; i < n && s->err == 0; i++) {
-        uint32_t gen = e->regions[i].gen;
+        uint32_t gen = t->regions[i].gen;
         sx_u32(s, &gen);
-        if (gen >= (1u << 24))
-            corrupt(s);
         if (s->mode == SNAP_CHECK)
             s->region_gen[i] = gen;
         if (s->mode == SNAP_APPLY)
-            e->regions[i].gen = gen;
+            t->regions[i].gen = gen;
     }
-    uint32_t live = sx_count(s, e->regions_used, e->nregions);
+    uint32_t live = sx_count(s, t->used, t->nregions);
     uint32_t slot = 0;
     uint8_t *seen = s->mode == SNAP_CHECK ? s->region_seen : NULL;
     for (uint32_t k = 0; k < live && s->err == 0; k++) {
         mregion tmp, *m = &tmp;
         memset(&tmp, 0, sizeof tmp);
         if (s->mode == SNAP_SAVE) {
-            while (!e->regions[slot].in_use)
+            while (!t->regions[slot].in_use)
                 slot++;
-            m = &e->regions[slot];
+            m = &t->regions[slot];
         }
         uint32_t idx = slot++;
         sx_u32(s, &idx);
@@ -360,11 +359,19 @@ static void sx_regions(snap *s)
         sx_u64(s, &m->len);
         sx_u8(s, &m->access);
         sx_u8(s, &m->internal);
+        sx_i32(s, &m->scope);
+        sx_u32(s, &m->scope_comm);
         if (s->mode == SNAP_SAVE)
             continue;
-        if (s->err != 0 || idx >= e->nregions || m->access == 0 ||
+        /* A scope is a world rank, or a live user communicator (CHECK
+         * knows which are: APPLY runs only on a blob CHECK passed). */
+        int comm_ok = s->mode != SNAP_CHECK || m->scope != MEM_SCOPE_COMM ||
+                      (m->scope_comm < e->ncomms_max && s->comm_live[m->scope_comm] &&
+                       !(s->comm_ctx[m->scope_comm] & QUAY_CTX_COLL) && !m->internal);
+        if (s->err != 0 || idx >= t->nregions || m->access == 0 ||
             (m->access & ~(uint32_t)(QUAY_MEM_READ | QUAY_MEM_WRITE)) || m->internal > 1 ||
-            (m->base == NULL && m->len != 0)) {
+            (m->base == NULL && m->len != 0) || m->scope < MEM_SCOPE_NONE ||
+            m->scope >= e->nranks || !comm_ok) {
             corrupt(s);
             return;
         }
@@ -375,13 +382,17 @@ static void sx_regions(snap *s)
             s->region_int[idx] = m->internal;
             continue;
         }
-        mregion *d = &e->regions[idx];
+        mregion *d = &t->regions[idx];
         d->base = m->base;
         d->len = m->len;
         d->access = m->access;
         d->internal = m->internal;
+        d->scope = m->scope;
+        d->scope_comm = m->scope_comm;
         d->in_use = 1;
-        e->regions_used++;
+        t->used++;
+        if (d->scope == MEM_SCOPE_COMM)
+            e->comms[d->scope_comm].nregions++;
     }
 }
 
@@ -1474,11 +1485,12 @@ static void sx_rtr(snap *s)
 
 static void walk(snap *s)
 {
+    /* (regions after communicators: a region may be scoped to one) */
     static const uint32_t tags[10] = {SEC_IDENT, SEC_ENGINE,  SEC_REQIDS,
-                                      SEC_REGIONS, SEC_COMMS, SEC_REQS,
+                                      SEC_COMMS, SEC_REGIONS, SEC_REQS,
                                       SEC_MSGS,  SEC_PEERS,   SEC_CTRL, SEC_RTR};
     static void (*const fns[10])(snap *) = {sx_ident, sx_engine, sx_reqids,
-                                            sx_regions, sx_comms, sx_reqs,
+                                            sx_comms, sx_regions, sx_reqs,
                                             sx_msgs, sx_peers, sx_ctrl, sx_rtr};
     for (int i = 0; i < 10 && s->err == 0; i++) {
         size_t outer;
@@ -1541,6 +1553,18 @@ int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
     return 0;
 }
 
+size_t snapshot_state(const quay_engine *ce, void *buf, size_t cap)
+{
+    snap s;
+    memset(&s, 0, sizeof s);
+    s.mode = SNAP_SAVE;
+    s.e = (quay_engine *)ce; /* SAVE mode only reads it */
+    s.out = buf;
+    s.cap = buf != NULL ? cap : 0;
+    walk(&s);
+    return s.err != 0 ? 0 : s.pos;
+}
+
 static void snap_scratch_free(snap *s)
 {
     quay_engine *e = s->e;
@@ -1568,9 +1592,9 @@ static int snap_scratch(snap *s)
     s->req_stamp = qalloc(e, (size_t)e->nreqs * sizeof *s->req_stamp);
     s->msg_live = qalloc(e, e->nmsgs);
     s->rank_seen = qalloc(e, (size_t)e->nranks);
-    s->region_seen = qalloc(e, e->nregions);
-    s->region_gen = qalloc(e, (size_t)e->nregions * sizeof *s->region_gen);
-    s->region_int = qalloc(e, e->nregions);
+    s->region_seen = qalloc(e, e->mem.nregions);
+    s->region_gen = qalloc(e, (size_t)e->mem.nregions * sizeof *s->region_gen);
+    s->region_int = qalloc(e, e->mem.nregions);
     s->credit_held = qalloc(e, (size_t)e->nranks * sizeof *s->credit_held);
     s->comm_live = qalloc(e, e->ncomms_max);
     s->comm_size = qalloc(e, (size_t)e->ncomms_max * sizeof *s->comm_size);
@@ -1585,14 +1609,14 @@ static int snap_scratch(snap *s)
     }
     if (!s->req_live || !s->req_nout || !s->req_stamp || !s->msg_live || !s->rank_seen ||
         !s->credit_held || !s->region_seen ||
-        (e->nregions != 0 && (!s->region_gen || !s->region_int)) ||
+        (e->mem.nregions != 0 && (!s->region_gen || !s->region_int)) ||
         !s->comm_live || !s->comm_size || !s->comm_ctx)
         return QUAY_ENOMEM;
     memset(s->req_live, 0, (size_t)e->nreqs * sizeof *s->req_live);
-    memset(s->region_seen, 0, e->nregions);
-    if (e->nregions != 0) {
-        memset(s->region_gen, 0, (size_t)e->nregions * sizeof *s->region_gen);
-        memset(s->region_int, 0, e->nregions);
+    memset(s->region_seen, 0, e->mem.nregions);
+    if (e->mem.nregions != 0) {
+        memset(s->region_gen, 0, (size_t)e->mem.nregions * sizeof *s->region_gen);
+        memset(s->region_int, 0, e->mem.nregions);
     }
     memset(s->credit_held, 0, (size_t)e->nranks * sizeof *s->credit_held);
     memset(s->msg_live, 0, e->nmsgs);

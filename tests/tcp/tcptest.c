@@ -31,7 +31,7 @@ int tt_dir_make(tt_dir *d, int n)
     memset(d, 0, sizeof *d);
     d->n = n;
     for (int r = 0; r < TT_MAX; r++)
-        d->fd[r] = -1;
+        d->fd[r] = d->dead_fd[r] = -1;
     for (int r = 0; r < n; r++) {
         d->fd[r] = qrt_tcp_listen("127.0.0.1", d->addrs[r], sizeof d->addrs[r]);
         if (d->fd[r] < 0) {
@@ -73,7 +73,7 @@ static int td_lookup(void *ctx, int32_t r, char *buf, size_t cap)
 
 qrt_tcp_dir tt_dir_for(tt_dir *d, int32_t rank)
 {
-    qrt_tcp_dir dir = {d, TT_JOB, td_publish, td_fence, td_lookup, d->fd[rank]};
+    qrt_tcp_dir dir = {d, TT_JOB, td_publish, td_fence, td_lookup, d->fd[rank], d->dead_fd[rank]};
     return dir;
 }
 
@@ -162,11 +162,13 @@ static void sk_op_done(void *ctx, uint64_t token, int status)
         free((void *)(uintptr_t)token);
 }
 
-static int sk_resolve(void *ctx, uint64_t key, uint64_t offset, uint64_t len, uint32_t access,
-                      void **addr)
+static int sk_resolve(void *ctx, int32_t peer, uint64_t key, uint64_t offset, uint64_t len,
+                      uint32_t access, void **addr)
 {
     tt_rank *r = ctx;
     r->nresolve++;
+    if (peer < 0 || peer >= r->size || peer == r->rank)
+        return QUAY_ERANK; /* the transport names the connection's peer */
     if (key != TT_KEY_RW && key != TT_KEY_RO)
         return QUAY_ESTATE;
     if (offset > TT_MEM || len > TT_MEM - offset ||
@@ -176,12 +178,14 @@ static int sk_resolve(void *ctx, uint64_t key, uint64_t offset, uint64_t len, ui
     return 0;
 }
 
-static int sk_atomic(void *ctx, uint64_t key, uint64_t offset, uint32_t op, uint64_t operand,
-                     uint64_t compare, uint64_t *old)
+static int sk_atomic(void *ctx, int32_t peer, uint64_t key, uint64_t offset, uint32_t op,
+                     uint64_t operand, uint64_t compare, uint64_t *old)
 {
     tt_rank *r = ctx;
     uint64_t w;
     r->natomic++;
+    if (peer < 0 || peer >= r->size || peer == r->rank)
+        return QUAY_ERANK;
     if (key != TT_KEY_RW)
         return QUAY_ESTATE;
     if (offset > TT_MEM - 8 || op < QUAY_ATOMIC_FADD || op > QUAY_ATOMIC_CAS)
@@ -230,7 +234,7 @@ int tt_open(tt_rank *r, tt_dir *d, int32_t rank)
         r->mem[i] = tt_mem_byte(rank, i);
     r->sink = (qrt_sink){r, sk_packet, sk_op_done, sk_resolve, sk_atomic, sk_bye, sk_failed};
     qrt_tcp_dir dir = tt_dir_for(d, rank);
-    d->fd[rank] = -1; /* the transport's now */
+    d->fd[rank] = d->dead_fd[rank] = -1; /* the transport's now */
     return qrt_tcp_open(rank, d->n, &dir, &r->sink, &r->t);
 }
 

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness.h"
 #include "qrt_tcp.h"
 
 #define TT_MAX 4
@@ -32,6 +33,7 @@
 typedef struct tt_dir {
     int n;
     int fd[TT_MAX];
+    int dead_fd[TT_MAX]; /* the launcher's news of ended ranks, or -1 */
     char addrs[TT_MAX][QRT_TCP_ADDR_MAX];
 } tt_dir;
 
@@ -64,14 +66,7 @@ typedef struct tt_rank {
 } tt_rank;
 
 /** A failed check inside a child: message on stderr, *fail set. */
-#define TT_CHECK(fail, cond)                                                              \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
-            fprintf(stderr, "  check failed (pid %d): %s (%s:%d)\n", (int)getpid(), #cond, \
-                    __FILE__, __LINE__);                                                  \
-            (fail) = 1;                                                                   \
-        }                                                                                 \
-    } while (0)
+#define TT_CHECK(fail, cond) HARNESS_CHILD_CHECK(fail, cond)
 
 /** Poll r until cond holds: ok = 1, or 0 after ms milliseconds or a
  *  broken transport. */

@@ -737,6 +737,44 @@ static void test_deadline(void)
     run_job(&d, fn, NULL, 30);
 }
 
+/* Rank 1 never runs, and the launcher says so on the dead-rank pipe.
+ * Rank 0 (waiting for it to connect) and rank 2 (connected to its
+ * listener, which nobody serves) fail start-up at once, an hour before
+ * their connect limit, and close the pipe. */
+static int gone_rank(tt_dir *d, int32_t rank, void *arg)
+{
+    tt_rank r;
+    int fail = 0, p[2];
+    uint32_t gone = 1;
+    (void)arg;
+    setenv("QUAY_TCP_CONNECT_MS", "3600000", 1);
+    signal(SIGPIPE, SIG_IGN);
+    TT_CHECK(fail, pipe(p) == 0 && write(p[1], &gone, sizeof gone) == (ssize_t)sizeof gone);
+    if (fail)
+        return fail;
+    d->dead_fd[rank] = p[0];
+    tt_stderr_capture();
+    int rc = tt_open(&r, d, rank);
+    char *err = tt_stderr_end();
+    TT_CHECK(fail, rc == QUAY_EPEER && r.t == NULL);
+    TT_CHECK(fail, strstr(err, "tcp: rank 1 exited during start-up") != NULL);
+    /* The transport closed its end: nobody reads the pipe any more. */
+    TT_CHECK(fail, write(p[1], &gone, sizeof gone) == -1 && errno == EPIPE);
+    close(p[1]);
+    free(err);
+    free(r.mem);
+    return fail;
+}
+
+static void test_gone(void)
+{
+    tt_dir d;
+    tt_fn fn[3] = {gone_rank, NULL, gone_rank};
+    if (!ok(tt_dir_make(&d, 3) == 0))
+        return;
+    run_job(&d, fn, NULL, 30);
+}
+
 /* ---- in-process: address helpers, quayrun's directory, a singleton ------------------------ */
 
 static void test_listen(void)
@@ -788,15 +826,29 @@ static void unset_tcp_env(void)
 {
     unsetenv("QUAY_TCP_FD");
     unsetenv("QUAY_TCP_PEERS");
+    unsetenv("QUAY_TCP_JOB_FD");
+    unsetenv("QUAY_TCP_DEAD_FD");
     unsetenv("QUAY_TCP_JOB");
 }
 
+/* The cookie goes in a pipe, as quayrun passes it; the directory must
+ * read it and close the pipe, whatever else it finds wrong. */
 static int dir_env_with(const char *fd, const char *peers, const char *job, qrt_tcp_dir *d)
 {
+    int p[2], rc;
+    char js[16];
+    if (!ok(pipe(p) == 0))
+        return -1;
+    ok(write(p[1], job, strlen(job)) == (ssize_t)strlen(job));
+    close(p[1]);
+    snprintf(js, sizeof js, "%d", p[0]);
     setenv("QUAY_TCP_FD", fd, 1);
     setenv("QUAY_TCP_PEERS", peers, 1);
-    setenv("QUAY_TCP_JOB", job, 1);
-    return qrt_tcp_dir_env(2, d);
+    setenv("QUAY_TCP_JOB_FD", js, 1);
+    rc = qrt_tcp_dir_env(2, d);
+    if (!ok_msg(fcntl(p[0], F_GETFD) == -1 && errno == EBADF, "the job fd is closed"))
+        close(p[0]);
+    return rc;
 }
 
 static void test_dir_env(void)
@@ -811,9 +863,11 @@ static void test_dir_env(void)
     unset_tcp_env();
     is_int(qrt_tcp_dir_env(1, &d), 0); /* a singleton needs nothing */
     is_int(d.listen_fd, -1);
+    is_int(d.dead_fd, -1);
     is_int(qrt_tcp_dir_env(2, &d), QUAY_EINVAL);
     if (is_int(dir_env_with(fdstr, peers, "00fF", &d), 0)) {
         is_int(d.listen_fd, lfd);
+        is_int(d.dead_fd, -1);
         is_size(d.job, 0xff);
         is_int(d.publish(d.ctx, addrs), 0);
         is_int(d.fence(d.ctx), 0);
@@ -821,6 +875,33 @@ static void test_dir_env(void)
         is_str(buf, addrs);
         is_int(d.lookup(d.ctx, 1, buf, sizeof buf), 0);
         is_str(buf, "127.0.0.1:1,10.1.2.3:4");
+    }
+    /* quayrun writes a newline after the digits. */
+    is_int(dir_env_with(fdstr, peers, "0123456789abcdef\n", &d), 0);
+    is_size(d.job, 0x0123456789abcdefull);
+    /* The cookie is never taken from the environment. */
+    unset_tcp_env();
+    setenv("QUAY_TCP_FD", fdstr, 1);
+    setenv("QUAY_TCP_PEERS", peers, 1);
+    setenv("QUAY_TCP_JOB", "1234", 1);
+    is_int(qrt_tcp_dir_env(2, &d), QUAY_EINVAL);
+    unset_tcp_env();
+    /* The dead-rank pipe: taken, made close-on-exec and non-blocking. */
+    int dp[2];
+    if (ok(pipe(dp) == 0)) {
+        char ds[16];
+        snprintf(ds, sizeof ds, "%d", dp[0]);
+        setenv("QUAY_TCP_DEAD_FD", ds, 1);
+        if (is_int(dir_env_with(fdstr, peers, "1", &d), 0)) {
+            is_int(d.dead_fd, dp[0]);
+            ok((fcntl(dp[0], F_GETFD) & FD_CLOEXEC) && (fcntl(dp[0], F_GETFL) & O_NONBLOCK));
+        }
+        snprintf(ds, sizeof ds, "%d", lfd); /* not a pipe */
+        setenv("QUAY_TCP_DEAD_FD", ds, 1);
+        is_int(dir_env_with(fdstr, peers, "1", &d), QUAY_EINVAL);
+        unsetenv("QUAY_TCP_DEAD_FD");
+        close(dp[0]);
+        close(dp[1]);
     }
     ok((fcntl(lfd, F_GETFD) & FD_CLOEXEC) && (fcntl(lfd, F_GETFL) & O_NONBLOCK));
     is_int(dir_env_with(fdstr, peers, "0xFFFFFFFFFFFFFFFF", &d), 0);
@@ -919,5 +1000,6 @@ int main(void)
     subtest("a held packet does not hold RDMA back", test_hold);
     subtest("start-up: strays and wrong addresses", test_strays);
     subtest("start-up: the deadline", test_deadline);
+    subtest("start-up: a rank the launcher saw end", test_gone);
     return done_testing();
 }
