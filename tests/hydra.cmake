@@ -8,11 +8,22 @@
 find_program(QUAY_MPIEXEC NAMES mpiexec.hydra mpiexec
              DOC "MPICH Hydra mpiexec for the *_hydra_* tests")
 set(quay_hydra OFF)
+set(quay_hydra_why "no mpiexec found (Debian: apt-get install mpich)")
 if(QUAY_MPIEXEC)
   execute_process(COMMAND ${QUAY_MPIEXEC} --version
                   OUTPUT_VARIABLE quay_mpiexec_version ERROR_QUIET
                   RESULT_VARIABLE quay_mpiexec_rc TIMEOUT 20)
   if(quay_mpiexec_rc EQUAL 0 AND quay_mpiexec_version MATCHES "HYDRA")
     set(quay_hydra ON)
+  else()
+    set(quay_hydra_why "${QUAY_MPIEXEC} is not MPICH's Hydra (Debian: apt-get install mpich)")
   endif()
 endif()
+
+# quay_skip_test(<name> <reason>): a test that cannot run on this machine
+# is still registered, and ctest reports it skipped, with the reason in
+# its output (ctest --output-on-failure or -V shows it).
+function(quay_skip_test name reason)
+  add_test(NAME ${name} COMMAND sh -c "echo 'skipped: ${reason}'; exit 77")
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()

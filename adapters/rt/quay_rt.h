@@ -39,6 +39,9 @@
  *
  * One runtime per process; it is not thread-safe (the engine's contract),
  * and it installs no signal handlers and starts no threads.
+ *
+ * Installed as <quay/quay_rt.h>, with libquay_rt: CMake quay::rt (or
+ * quay::rt_static), pkg-config quay-rt.
  */
 #ifndef QUAY_RT_H
 #define QUAY_RT_H
@@ -49,6 +52,14 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The shared libquay_rt is built with hidden visibility and QRT_BUILDING:
+ * what is marked here is all it exports (as QUAY_API for libquay). */
+#if defined(QRT_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define QRT_API __attribute__((visibility("default")))
+#else
+#define QRT_API
 #endif
 
 typedef struct qrt qrt;
@@ -72,18 +83,18 @@ typedef struct qrt qrt;
  * QUAY_ENOTSUP (transport not available), QUAY_EPEER (a rank died during
  * start-up), or the engine's error.
  */
-int qrt_init(const quay_config *base, qrt **prt);
+QRT_API int qrt_init(const quay_config *base, qrt **prt);
 
 /** The engine (channel 0) and the world communicator. */
-quay_engine *qrt_engine(qrt *rt);
-quay_comm *qrt_world(qrt *rt);
-int32_t qrt_rank(const qrt *rt);
-int32_t qrt_size(const qrt *rt);
+QRT_API quay_engine *qrt_engine(qrt *rt);
+QRT_API quay_comm *qrt_world(qrt *rt);
+QRT_API int32_t qrt_rank(const qrt *rt);
+QRT_API int32_t qrt_size(const qrt *rt);
 /** The QUAY_CAP_* flags the engine was given (e.g. whether rendezvous
  *  data moves single-copy: QUAY_CAP_RDMA_GET). */
-uint32_t qrt_caps(const qrt *rt);
+QRT_API uint32_t qrt_caps(const qrt *rt);
 /** The transport's name ("shm", "tcp"). */
-const char *qrt_transport_name(const qrt *rt);
+QRT_API const char *qrt_transport_name(const qrt *rt);
 
 /**
  * One step of progress: execute every action the engine has, deliver what
@@ -95,7 +106,7 @@ const char *qrt_transport_name(const qrt *rt);
  * deadline) and step again. Returns 1 if anything happened, 0 if not, or
  * the engine's fatal code.
  */
-int qrt_progress(qrt *rt, int64_t timeout_ns);
+QRT_API int qrt_progress(qrt *rt, int64_t timeout_ns);
 
 /**
  * Execute every action the engine has now (sends leave at once), without
@@ -104,14 +115,14 @@ int qrt_progress(qrt *rt, int64_t timeout_ns);
  * then complete and no full progress step is needed. Returns how many
  * actions ran (>= 0), or the engine's fatal code.
  */
-int qrt_flush(qrt *rt);
+QRT_API int qrt_flush(qrt *rt);
 
 /**
  * Progress until `req` is complete, then fill *st (may be NULL). The
  * request is not freed. Returns 0, or the engine's fatal code. A request
  * waiting on a peer that died completes with status.error = QUAY_EPEER.
  */
-int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
+QRT_API int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
 
 /**
  * Progress until ready(ctx) returns non-zero, with the same idle policy
@@ -119,14 +130,14 @@ int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
  * is called between steps, never from inside the engine, so it may make
  * quay calls (e.g. quay_iprobe). Returns 0, or the engine's fatal code.
  */
-int qrt_wait_until(qrt *rt, int (*ready)(void *ctx), void *ctx);
+QRT_API int qrt_wait_until(qrt *rt, int (*ready)(void *ctx), void *ctx);
 
 /** 1 if world rank `peer` has failed (its process died, its connection
  *  broke), else 0. */
-int qrt_peer_failed(const qrt *rt, int32_t peer);
+QRT_API int qrt_peer_failed(const qrt *rt, int32_t peer);
 /** How many peers have failed so far (0 in a healthy job: a cheap test
  *  before asking about each). */
-int32_t qrt_peers_failed(const qrt *rt);
+QRT_API int32_t qrt_peers_failed(const qrt *rt);
 
 /**
  * End the whole job now with exit status `code` (MPI_Abort): under a PMI
@@ -138,10 +149,10 @@ int32_t qrt_peers_failed(const qrt *rt);
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((noreturn))
 #endif
-void qrt_abort(qrt *rt, int code, const char *msg);
+QRT_API void qrt_abort(qrt *rt, int code, const char *msg);
 
 /** qrt_wait for each of reqs[0..n); sts may be NULL. */
-int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);
+QRT_API int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);
 
 /**
  * Shut down: finish executing what the engine and the transport still
@@ -152,7 +163,7 @@ int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);
  * rule); packets that arrive for nobody are dropped. Returns 0, or the
  * engine's fatal code (everything is freed either way). NULL is ok.
  */
-int qrt_finalize(qrt *rt);
+QRT_API int qrt_finalize(qrt *rt);
 
 #ifdef __cplusplus
 }

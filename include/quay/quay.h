@@ -459,6 +459,12 @@ QUAY_API void quay_engine_free(quay_engine *e);
 QUAY_API int32_t quay_engine_rank(const quay_engine *e);
 QUAY_API int32_t quay_engine_size(const quay_engine *e);
 
+/** The largest SEND action this engine emits, in bytes (header and
+ *  payload together): quay_config.max_packet as quay_engine_new settled
+ *  it (0 there means QUAY_MAX_HEADER + max(eager_max, frag_size)). Size a
+ *  transport's packet buffers from it. 0 for NULL. */
+QUAY_API size_t quay_engine_max_packet(const quay_engine *e);
+
 /**
  * Handle of channel `ch` (0 <= ch < cfg.channels) of engine `e`; channel 0
  * is `e` itself. NULL if out of range. A channel handle is a quay_engine *

@@ -219,6 +219,7 @@ quay_engine *quay_engine_channel(quay_engine *e, uint32_t ch)
 
 int32_t quay_engine_rank(const quay_engine *e) { return e ? e->rank : -1; }
 int32_t quay_engine_size(const quay_engine *e) { return e ? e->nranks : -1; }
+size_t quay_engine_max_packet(const quay_engine *e) { return e ? e->cfg.max_packet : 0; }
 
 /* ---- arrivals --------------------------------------------------------------- */
 
