@@ -20,10 +20,4 @@ if(QUAY_MPIEXEC)
   endif()
 endif()
 
-# quay_skip_test(<name> <reason>): a test that cannot run on this machine
-# is still registered, and ctest reports it skipped, with the reason in
-# its output (ctest --output-on-failure or -V shows it).
-function(quay_skip_test name reason)
-  add_test(NAME ${name} COMMAND sh -c "echo 'skipped: ${reason}'; exit 77")
-  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
-endfunction()
+include(${PROJECT_SOURCE_DIR}/cmake/quay_skip_test.cmake)

@@ -5,6 +5,7 @@ if(NOT TARGET quay_scenario)
   set(quay_scn_dir ${PROJECT_SOURCE_DIR}/tests/ordering)
   add_library(quay_scenario STATIC
               ${quay_scn_dir}/scn_parse.c
+              ${quay_scn_dir}/scn_parse_ops.c
               ${quay_scn_dir}/scn_run.c
               ${quay_scn_dir}/scn_trace.c
               ${quay_scn_dir}/scn_ops.c

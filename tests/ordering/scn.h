@@ -174,6 +174,10 @@ void scn_runner_net_stats(const scn_runner *r, nicsim_stats *st);
 const char *scn_runner_error(const scn_runner *r);
 /** Steps taken by the last run. */
 uint64_t scn_runner_steps(const scn_runner *r);
+/** 1 if the last run was scripted (scn_run_script) and its script named a
+ *  choice that was not there: the script belongs to another scenario or
+ *  other options, and the run's failure says nothing about the engines. */
+int scn_runner_diverged(const scn_runner *r);
 
 /** What happened in the last run (for coverage reports: which sides of
  *  each race the seeds reached). */

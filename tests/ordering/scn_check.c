@@ -36,26 +36,37 @@ static const char *kname(int kind)
     }
 }
 
+/* The send slot whose PKT_OUT announced the message a MATCH names, or -1
+ * (a bad peer, or no such message). */
+static int match_send(const scn_runner *run, const match_rec *m)
+{
+    const seq_list *l;
+    int j;
+    if (m->peer < 0 || m->peer >= run->s->nranks)
+        return -1;
+    l = &run->seqs[m->peer][m->rank];
+    for (j = 0; j < l->n; j++)
+        if (l->v[j].ctx == m->ctx && l->v[j].seq == m->seq)
+            return l->v[j].slot;
+    return -1;
+}
+
 /* Resolve every MATCH to the send it names. */
 static void resolve(scn_runner *run)
 {
     const scn *s = run->s;
-    int i, j;
+    int i;
     for (i = 0; i < run->nmatches && !run->failed; i++) {
         match_rec *m = &run->matches[i];
         const scn_slot *rs = &s->slots[m->slot];
-        const seq_list *l;
         const scn_slot *ss;
         slot_dyn *sd;
         if (m->peer < 0 || m->peer >= s->nranks) {
             scn_fail(run, "rank %d: MATCH names bad peer %d", m->rank, m->peer);
             return;
         }
-        l = &run->seqs[m->peer][m->rank];
-        for (j = 0; j < l->n; j++)
-            if (l->v[j].ctx == m->ctx && l->v[j].seq == m->seq)
-                break;
-        if (j == l->n) {
+        m->send = match_send(run, m);
+        if (m->send < 0) {
             scn_fail(run,
                      "rank %d: %s '%s' (line %d) matched (rank %d, ctx %u, "
                      "seq %u) but no such message was sent (no PKT_OUT)",
@@ -63,7 +74,6 @@ static void resolve(scn_runner *run)
                      m->ctx, m->seq);
             return;
         }
-        m->send = l->v[j].slot;
         ss = &s->slots[m->send];
         sd = &run->dyn[m->send];
         if (ss->my_crank != m->src || ss->tag != m->tag ||
@@ -127,6 +137,12 @@ static void check_expect(scn_runner *run, int i)
         scn_fail(run,
                  "rank %d: '%s' (line %d) count %" PRIu64 ", expected %" PRId64,
                  x->rank, x->name, x->line, d->st.count, x->expect_count);
+    else if (x->has_expect_src && d->st.source != x->expect_src)
+        scn_fail(run, "rank %d: '%s' (line %d) source %d, expected %d",
+                 x->rank, x->name, x->line, d->st.source, x->expect_src);
+    else if (x->has_expect_tag && d->st.tag != x->expect_tag)
+        scn_fail(run, "rank %d: '%s' (line %d) tag %d, expected %d", x->rank,
+                 x->name, x->line, d->st.tag, x->expect_tag);
 }
 
 static void check_send(scn_runner *run, int i)
@@ -463,15 +479,56 @@ void scn_check_run(scn_runner *run)
 /* Summary of the last run                                              */
 /* ------------------------------------------------------------------ */
 
-static const char *outcome(const slot_dyn *d)
+void scn_settle(scn_runner *run)
 {
+    int i;
+    for (i = 0; i < run->s->nslots; i++) {
+        slot_dyn *d = &run->dyn[i];
+        if (scn_is_req(run->s->slots[i].kind) && d->posted && d->req != NULL &&
+            !d->have_status && !d->released && !d->user_freed &&
+            !d->inline_sent && quay_req_test(d->req, &d->st) == 1) {
+            d->have_status = 1;
+            d->settled = 1;
+        }
+    }
+}
+
+/* "ok", "ETRUNCATE", "incomplete" ...; "(not waited)" when only
+ * scn_settle saw it complete. */
+static const char *outcome(const slot_dyn *d, char *buf, size_t len)
+{
+    const char *o;
+    if (!d->posted)
+        return "not posted";
     if (!d->have_status)
         return d->user_freed ? "freed before completion" : "incomplete";
     if (d->st.cancelled)
-        return "cancelled";
-    if (d->st.error == 0)
-        return "ok";
-    return scn_errname(d->st.error);
+        o = "cancelled";
+    else
+        o = d->st.error == 0 ? "ok" : scn_errname(d->st.error);
+    snprintf(buf, len, "%s%s", o, d->settled ? " (not waited)" : "");
+    return buf;
+}
+
+/* The send receive-like slot i got, read from the MATCH records: a run
+ * that stopped before its checks never resolved them into `got`. An mrecv
+ * gets what its mprobe took. */
+static int got_of(const scn_runner *run, int i)
+{
+    const scn_slot *x = &run->s->slots[i];
+    const slot_dyn *d = &run->dyn[x->kind == SLOT_MRECV ? x->link : i];
+    return d->match >= 0 ? match_send(run, &run->matches[d->match]) : -1;
+}
+
+/* How many receives (not mrecvs: their mprobe counts) got send slot i. */
+static int receivers_of(const scn_runner *run, int i)
+{
+    int k, n = 0;
+    for (k = 0; k < run->nmatches; k++)
+        if (run->s->slots[run->matches[k].slot].kind != SLOT_MRECV &&
+            match_send(run, &run->matches[k]) == i)
+            n++;
+    return n;
 }
 
 static void summary_line(const scn_runner *run, int i, FILE *out)
@@ -479,40 +536,45 @@ static void summary_line(const scn_runner *run, int i, FILE *out)
     const scn *s = run->s;
     const scn_slot *x = &s->slots[i];
     const slot_dyn *d = &run->dyn[i];
+    char ob[48];
+    int got;
     switch (x->kind) {
     case SLOT_SEND:
         if (x->peer == QUAY_PROC_NULL)
             fprintf(out, "rank %d %s -> PROC_NULL, %s\n", x->rank, x->name,
-                    outcome(d));
+                    outcome(d, ob, sizeof ob));
         else
             fprintf(out,
                     "rank %d %s -> rank %d tag %d, %" PRIu64 " bytes, %s%s\n",
                     x->rank, x->name, x->peer_world, x->tag, x->size,
-                    outcome(d), d->nrecv == 1 ? "" : " (not received)");
+                    outcome(d, ob, sizeof ob),
+                    !d->posted || receivers_of(run, i) == 1
+                        ? ""
+                        : " (not received)");
         break;
     case SLOT_RECV:
     case SLOT_MRECV:
-        if (d->got >= 0) {
-            const scn_slot *m = &s->slots[d->got];
+        if ((got = got_of(run, i)) >= 0) {
+            const scn_slot *m = &s->slots[got];
             fprintf(out, "rank %d %s <- rank %d tag %d, %" PRIu64 " bytes, %s\n",
                     x->rank, x->name, m->rank, m->tag,
                     d->have_status ? d->st.count
                                    : (m->size < x->size ? m->size : x->size),
-                    outcome(d));
+                    outcome(d, ob, sizeof ob));
         } else if (x->peer == QUAY_PROC_NULL) {
             fprintf(out, "rank %d %s <- PROC_NULL, %s\n", x->rank, x->name,
-                    outcome(d));
+                    outcome(d, ob, sizeof ob));
         } else {
             fprintf(out, "rank %d %s <- nothing, %s\n", x->rank, x->name,
-                    outcome(d));
+                    outcome(d, ob, sizeof ob));
         }
         break;
     case SLOT_MPROBE:
-        if (d->got >= 0)
+        if ((got = got_of(run, i)) >= 0)
             fprintf(out, "rank %d %s: mprobe took rank %d tag %d (%" PRIu64
                          " bytes)\n",
-                    x->rank, x->name, s->slots[d->got].rank,
-                    s->slots[d->got].tag, s->slots[d->got].size);
+                    x->rank, x->name, s->slots[got].rank, s->slots[got].tag,
+                    s->slots[got].size);
         break;
     case SLOT_COLL:
         scn_coll_summary(run, i, out);

@@ -833,5 +833,6 @@ void scn_coll_summary(const scn_runner *run, int sl, FILE *out)
                             : "incomplete";
     else
         how = d->st.error == 0 ? "ok" : scn_errname(d->st.error);
-    fprintf(out, " comm %u #%d, %s\n", s->comms[x->comm].ctx, ci->seq, how);
+    fprintf(out, " comm %u #%d, %s%s\n", s->comms[x->comm].ctx, ci->seq, how,
+            d->settled ? " (not waited)" : "");
 }

@@ -109,6 +109,10 @@ typedef struct scn_slot {
     int expect_any;
     int32_t expect_err;
     int64_t expect_count; /* -1: not checked */
+    int has_expect_src;   /* RECV / MRECV: status source checked */
+    int has_expect_tag;   /* RECV / MRECV: status tag checked */
+    int32_t expect_src;   /* comm rank or QUAY_PROC_NULL */
+    int32_t expect_tag;
     size_t off;   /* SEND: offset of the payload in scn.payload;
                      RECV/MRECV: offset in the owner's receive arena;
                      COLL: its buffer (bcast) / receive buffer (reductions)
@@ -233,6 +237,8 @@ typedef struct slot_dyn {
     uint8_t inline_sent; /* quay_send_inline / quay_recv_inline took it: no
                             request, it was over when the call returned */
     uint8_t probe_flag;  /* PROBE: found */
+    uint8_t settled;     /* status read by scn_settle: the request was
+                            complete when the run stopped, never waited */
     uint32_t completes;  /* COMPLETE actions seen */
     uint64_t post_t;
     uint64_t match_t;    /* RECV / MPROBE: time of the MATCH, or NEVER */
@@ -330,6 +336,7 @@ typedef struct rank_rt {
 
 typedef struct chooser {
     int script_mode;
+    int diverged;    /* a script named a choice that did not exist */
     uint64_t rng[4];
     uint32_t wrank[SCN_MAX_RANKS];
     uint32_t wpull, wdeliver, wopdone;
@@ -440,6 +447,10 @@ const char *scn_errname(int code);
 
 /* End-of-run checks (b)..(e) on the recorded run; calls scn_fail. */
 void scn_check_run(scn_runner *run);
+/* Before the engines go: record the status of every request that is
+ * complete but was never waited for (a run that stopped early), so that
+ * the summary shows the final state. */
+void scn_settle(scn_runner *run);
 
 /* scn_trace.c: bookkeeping of engine and simulator events */
 const char *scn_mode_name(int mode);

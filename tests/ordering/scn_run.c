@@ -310,6 +310,7 @@ static int64_t choose(scn_runner *run, const int *ranks, uint32_t nprog,
     if (ch->script_mode) {
         uint32_t c = ch->depth < ch->nscript ? ch->script[ch->depth] : 0;
         if (c >= width) {
+            ch->diverged = 1;
             scn_fail(run, "choice script diverged at step %zu (%u >= %u)",
                      ch->depth, c, width);
             return -1;
@@ -623,16 +624,21 @@ static void deadlock(scn_runner *run, const char *why)
     }
     for (i = 0; i < s->nslots && n < sizeof buf; i++) {
         const slot_dyn *d = &run->dyn[i];
-        int k = s->slots[i].kind;
-        if (scn_is_req(k) && d->posted && !d->released && !d->user_freed &&
-            !d->inline_sent && d->completes == 0)
+        int k = s->slots[i].kind, done;
+        if (!scn_is_req(k) || !d->posted || d->released || d->user_freed ||
+            d->inline_sent)
+            continue;
+        /* Without COMPLETE actions the engine's own state is all there
+         * is; with them, a request it calls complete but never announced
+         * is the news. */
+        done = quay_req_test(d->req, NULL) == 1;
+        if (run->complete_actions ? d->completes == 0 : !done)
             n += (size_t)snprintf(buf + n, sizeof buf - n,
                                   "; rank %d '%s' (line %d) incomplete%s",
                                   s->slots[i].rank, s->slots[i].name,
                                   s->slots[i].line,
-                                  quay_req_test(d->req, NULL) == 1
-                                      ? " (but quay_req_test says complete)"
-                                      : "");
+                                  done ? " (but quay_req_test says complete)"
+                                       : "");
     }
     scn_fail(run, "%s", buf);
 }
@@ -800,6 +806,7 @@ static int run_once(scn_runner *run, uint64_t seed, int auto_pull)
                 scn_fail(run, "engine returned %s (fatal)", scn_errname(rc));
         }
     }
+    scn_settle(run);
     teardown(run);
     return run->failed ? 1 : 0;
 }
@@ -1022,6 +1029,7 @@ int scn_run_script(scn_runner *run, const uint32_t *script, size_t n,
     if (o != NULL && o->max_steps != 0)
         run->max_steps = o->max_steps;
     run->ch.script_mode = 1;
+    run->ch.diverged = 0;
     run->ch.script = script;
     run->ch.nscript = n;
     run->ch.depth = 0;
@@ -1095,3 +1103,7 @@ uint64_t scn_runner_steps(const scn_runner *run)
     return run->step;
 }
 
+int scn_runner_diverged(const scn_runner *run)
+{
+    return run->ch.script_mode && run->ch.diverged;
+}

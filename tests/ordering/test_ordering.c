@@ -213,7 +213,11 @@ int main(int argc, char **argv)
                 printf("# choice script:");
                 for (k = 0; k < ex.fail_len; k++)
                     printf(" %u", ex.fail_script[k]);
-                printf("\n# trace of that run:\n");
+                printf("\n# reproduce: quay-sim%s --trace --choices \"",
+                       fault_arg);
+                for (k = 0; k < ex.fail_len; k++)
+                    printf(k ? " %u" : "%u", ex.fail_script[k]);
+                printf("\" %s\n# trace of that run:\n", files[i]);
                 replay_failure(r, 1, 0, ex.fail_script, ex.fail_len);
                 failed = 1;
             }
