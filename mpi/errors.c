@@ -133,13 +133,15 @@ QMPI_NORETURN void qmpi_exit_job(int code)
 
 static void vreport(const char *fn, const char *fmt, va_list ap, const char *cls)
 {
-    char msg[512];
+    char msg[512], who[32] = "quay mpi";
     vsnprintf(msg, sizeof msg, fmt, ap);
     fflush(stdout);
+    if (qmpi.rank >= 0) /* (not yet known when MPI_Init fails) */
+        snprintf(who, sizeof who, "quay mpi, rank %d", (int)qmpi.rank);
     if (cls != NULL)
-        fprintf(stderr, "quay mpi, rank %d: %s: %s (%s)\n", (int)qmpi.rank, fn, msg, cls);
+        fprintf(stderr, "%s: %s: %s (%s)\n", who, fn, msg, cls);
     else
-        fprintf(stderr, "quay mpi, rank %d: %s: %s\n", (int)qmpi.rank, fn, msg);
+        fprintf(stderr, "%s: %s: %s\n", who, fn, msg);
     fflush(stderr);
 }
 

@@ -40,6 +40,8 @@ static int init_common(const char *fn, int required, int *provided)
                                                 : "called after MPI_Finalize");
     binding_config(&cfg);
     int rc = qrt_init(&cfg, &qmpi.rt);
+    if (rc == QUAY_EPEER)
+        qmpi_die(fn, "could not start: a rank ended during start-up (%s)", quay_strerror(rc));
     if (rc != 0)
         qmpi_die(fn, "could not start: %s (is the program started by quayrun or mpiexec?)",
                  quay_strerror(rc));
