@@ -554,10 +554,13 @@ int qrt_init(const quay_config *base, qrt **prt)
     if (rc == 0)
         rc = open_transport(rt);
     if (rc == 0) {
+        /* (the program's layout of it may be older than ours) */
         if (base != NULL)
-            cfg = *base;
+            rc = quay_config_upgrade(base, &cfg);
         else
             quay_config_default(&cfg);
+    }
+    if (rc == 0) {
         if (base == NULL || base->frag_size == 0)
             cfg.frag_size = rt->t->caps & (QUAY_CAP_RDMA_GET | QUAY_CAP_RDMA_PUT)
                                 ? RT_FRAG_RDMA

@@ -183,7 +183,13 @@ enum {
     QUAY_CFG_SEND_COPY = 1u << 4,
 };
 
+/** The layout of quay_config this header declares. Each new version only
+ *  appends fields; quay_engine_new takes every layout from
+ *  QUAY_CONFIG_VERSION_MIN on and gives the fields an older program never
+ *  knew their defaults, so a library with new knobs runs programs built
+ *  before them (docs/design.md, "Engine API"). */
 #define QUAY_CONFIG_VERSION 7
+#define QUAY_CONFIG_VERSION_MIN 7
 
 /**
  * Engine configuration. Fill with quay_config_default(), change what you
@@ -436,8 +442,32 @@ enum {
  *  channel frame. max_packet must leave room for it. */
 #define QUAY_MAX_HEADER 68
 
-/** Fill `cfg` with defaults (documented per field) and stamp the version. */
+/**
+ * Fill the fields that quay_config's layout `version` has with their
+ * defaults (documented per field) and stamp the version: bytes past that
+ * layout are not touched. Call it through quay_config_default, which
+ * passes the version the program was compiled with. Unknown versions
+ * (outside QUAY_CONFIG_VERSION_MIN .. the library's own) leave *cfg
+ * unchanged; quay_engine_new then refuses it (QUAY_EVERSION).
+ */
+QUAY_API void quay_config_default_versioned(int version, quay_config *cfg);
+
+/** Fill `cfg` with defaults (documented per field) and stamp the version:
+ *  a macro, so that the layout stamped is the one this header declares. */
 QUAY_API void quay_config_default(quay_config *cfg);
+#define quay_config_default(cfg) quay_config_default_versioned(QUAY_CONFIG_VERSION, (cfg))
+
+/** Copy a config of any layout this library takes (its version field
+ *  says which) into *out in the latest layout, the fields its version
+ *  lacks at their defaults: what quay_engine_new does with its argument.
+ *  For code that keeps a config a program handed it (a runtime). 0,
+ *  QUAY_EINVAL, QUAY_EVERSION. */
+QUAY_API int quay_config_upgrade(const quay_config *in, quay_config *out);
+
+/** The library's version at run time (QUAY_VERSION_NUM of the library the
+ *  program runs with, which may be newer than the header it was built
+ *  with), and its string in *str unless str is NULL. */
+QUAY_API uint32_t quay_version(const char **str);
 
 /* ------------------------------------------------------------------ */
 /* Engine                                                               */
@@ -1254,7 +1284,18 @@ typedef struct quay_stats {
                                     malformed_limit (also in peers_failed) */
 } quay_stats;
 
+/** The layout of quay_stats this header declares; each version only
+ *  appends counters (2: forged_keys, peers_hostile). */
+#define QUAY_STATS_VERSION 2
+
+/** Copy engine e's counters into *st, as far as quay_stats' layout
+ *  `version` goes (bytes past it are not touched): 0, or QUAY_EINVAL
+ *  (NULL), QUAY_EVERSION (a layout this library does not know). Call it
+ *  through quay_engine_stats, which passes the layout this header
+ *  declares. */
+QUAY_API int quay_engine_stats_versioned(const quay_engine *e, int version, quay_stats *st);
 QUAY_API void quay_engine_stats(const quay_engine *e, quay_stats *st);
+#define quay_engine_stats(e, st) ((void)quay_engine_stats_versioned((e), QUAY_STATS_VERSION, (st)))
 
 #ifdef __cplusplus
 }

@@ -3,10 +3,8 @@
  */
 #include "engine/internal.h"
 
-void quay_config_default(quay_config *cfg)
+void config_default(quay_config *cfg)
 {
-    if (cfg == NULL)
-        return;
     memset(cfg, 0, sizeof *cfg);
     cfg->version = QUAY_CONFIG_VERSION;
     cfg->flags = QUAY_CFG_COMPLETE_ACTIONS;

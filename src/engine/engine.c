@@ -170,8 +170,10 @@ int quay_engine_new(const quay_config *cfg, quay_engine **pe)
     *pe = NULL;
     if (cfg == NULL)
         return QUAY_EINVAL;
-    quay_config c = *cfg;
-    int rc = config_check(&c);
+    quay_config c;
+    int rc = quay_config_upgrade(cfg, &c);
+    if (rc == 0)
+        rc = config_check(&c);
     if (rc != 0)
         return rc;
     quay_allocator a = c.alloc;
@@ -678,10 +680,8 @@ void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
     e->trace_fn(e->trace_ctx, &ev);
 }
 
-void quay_engine_stats(const quay_engine *e, quay_stats *st)
+void engine_stats(const quay_engine *e, quay_stats *st)
 {
-    if (e == NULL || st == NULL)
-        return;
     *st = e->st;
     st->bytes_unexpected = e->ubytes;
     st->bytes_unexpected_peak = e->ubytes_peak;

@@ -615,6 +615,10 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
 /* ---- config (config.c) ---------------------------------------------------- */
 /** Validate and normalise the engine's copy of the caller's config. */
 int config_check(quay_config *c);
+/** Every field's default, in the latest layout. */
+void config_default(quay_config *cfg);
+/** Engine e's counters, whole (abi.c copies each layout's share). */
+void engine_stats(const quay_engine *e, quay_stats *st);
 
 /* ---- allocation ------------------------------------------------------- */
 void *qalloc(quay_engine *e, size_t n);
