@@ -165,7 +165,7 @@ int quay_comm_free(quay_engine *e, quay_comm *c)
         c >= e->comms + e->ncomms_max || !c->in_use || c->internal)
         return QUAY_EINVAL;
     quay_comm *twin = c->coll;
-    if (c->nreqs != 0 || c->nunexp != 0 || c->nregions != 0 ||
+    if (c->nreqs != 0 || c->nunexp != 0 || mem_comm_in_use(e, c) ||
         (twin != NULL && (twin->nreqs != 0 || twin->nunexp != 0)))
         return QUAY_EBUSY;
     if (twin != NULL)

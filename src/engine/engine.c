@@ -59,9 +59,10 @@ static int engine_pools(quay_engine *e)
     e->nmsgs = c->max_unexpected;
     e->msgs = qcalloc(e, e->nmsgs, sizeof *e->msgs);
     e->peers = qcalloc(e, (size_t)e->nranks, sizeof *e->peers);
+    e->strikes = qcalloc(e, (size_t)e->nranks, sizeof *e->strikes);
     e->ncomms_max = 2 * c->max_comms; /* each may get a collective twin */
     e->comms = qcalloc(e, e->ncomms_max, sizeof *e->comms);
-    if (!e->reqs || !e->msgs || !e->peers || !e->comms)
+    if (!e->reqs || !e->msgs || !e->peers || !e->strikes || !e->comms)
         return QUAY_ENOMEM;
 
     /* Free lists in index order so allocation is deterministic. */
@@ -158,6 +159,7 @@ static void channel_free(quay_engine *e)
     qfree(e, e->reqs);
     qfree(e, e->msgs);
     qfree(e, e->peers);
+    qfree(e, e->strikes);
     qfree(e, e->comms);
     quay_allocator a = e->a;
     a.release(e, a.ctx);
@@ -317,7 +319,7 @@ static void packet_refused(quay_engine *e, int32_t peer, const void *bytes, size
     quay_engine *root = e->root;
     uint32_t limit = root->cfg.malformed_limit;
     if (limit != 0 && peer != root->rank && !peer_failed(root, peer) &&
-        ++root->peers[peer].rejected > limit)
+        ++root->strikes[peer].rejected > limit)
         engine_peer_hostile(root, peer, QUAY_EPROTO);
 }
 

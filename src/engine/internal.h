@@ -224,7 +224,6 @@ struct quay_comm {
                             lookup, kept from then on (match.c) */
     uint32_t nunexp;
     uint32_t nreqs;      /* requests referencing this comm */
-    uint32_t nregions;   /* registered regions scoped to it (mem.c) */
     uint32_t nplain;     /* posted receives not delegated by an RTR: while
                             any is pending no receive of the comm may be
                             delegated (it could be owed a message first) */
@@ -369,8 +368,6 @@ typedef struct peer_state {
     uint32_t nheld;
     uint8_t drain_blocked; /* held head is due but could not be processed */
     uint8_t failed;    /* declared failed: its requests completed EPEER */
-    uint32_t forged;   /* forged memory keys it presented (mem.c) */
-    uint32_t rejected; /* packets of its we rejected (engine.c) */
     /* flow control (QUAY_FLOW_ACKNACK) */
     fc_tx tx;
     fc_rx rx;
@@ -503,6 +500,13 @@ struct quay_engine {
     rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
     any_slot *aslots;    /* cfg.any_slots announced patterns (arbitrate.c) */
     peer_state *peers;
+    /* What each peer sent that we refused, against the limits that fail
+     * it (root only: forged keys, mem.c; refused packets, engine.c). Apart
+     * from peer_state, whose size the hot paths index by. */
+    struct peer_strikes {
+        uint32_t forged;
+        uint32_t rejected;
+    } *strikes;
     quay_comm *last_comm; /* lookup cache */
 
     /* collectives (src/collectives): the engine only calls these hooks */

@@ -167,7 +167,7 @@ int mem_register(quay_engine *e, void *base, uint64_t len, uint32_t access, int 
     m->in_use = 1;
     t->used++;
     if (scope == MEM_SCOPE_COMM)
-        e->comms[scope_comm].nregions++;
+        t->comm_scoped++;
     return 0;
 }
 
@@ -175,13 +175,24 @@ void mem_release(quay_engine *e, mregion *m)
 {
     mem_table *t = &e->mem;
     if (m->scope == MEM_SCOPE_COMM)
-        e->comms[m->scope_comm].nregions--;
+        t->comm_scoped--;
     m->in_use = 0;
     m->base = NULL;
     m->len = 0;
     m->next_free = t->free;
     t->free = (uint32_t)(m - t->regions);
     t->used--;
+}
+
+int mem_comm_in_use(const quay_engine *e, const quay_comm *c)
+{
+    const mem_table *t = &e->mem;
+    uint32_t idx = (uint32_t)(c - e->comms);
+    for (uint32_t i = 0; t->comm_scoped != 0 && i < t->nregions; i++)
+        if (t->regions[i].in_use && t->regions[i].scope == MEM_SCOPE_COMM &&
+            t->regions[i].scope_comm == idx)
+            return 1;
+    return 0;
 }
 
 void mem_bind(quay_engine *e, uint64_t key, int32_t peer)
@@ -282,7 +293,7 @@ static int key_forged(quay_engine *root, int32_t peer)
     if (root->trace_fn)
         trace_pkt(root, QUAY_TR_FORGED_KEY, 0, peer, 0, 0, QUAY_ESTATE);
     if (peer != root->rank && !peer_failed(root, peer) &&
-        ++root->peers[peer].forged > root->cfg.forged_key_limit)
+        ++root->strikes[peer].forged > root->cfg.forged_key_limit)
         engine_peer_hostile(root, peer, QUAY_ESTATE);
     return QUAY_ESTATE;
 }

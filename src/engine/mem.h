@@ -38,6 +38,7 @@ typedef struct mem_table {
     uint32_t nregions;
     uint32_t used;
     uint32_t free;                 /* free list head, UINT32_MAX if none */
+    uint32_t comm_scoped;          /* live regions scoped to a communicator */
     uint32_t rk[MEM_KEY_ROUNDS];   /* the key cipher's round keys */
     uint8_t keys_on;               /* a key_secret was configured */
 } mem_table;
@@ -56,6 +57,8 @@ int mem_key_parse(const struct quay_engine *e, uint64_t key, uint32_t *idx, uint
 int mem_register(struct quay_engine *e, void *base, uint64_t len, uint32_t access, int internal,
                  int32_t scope, uint32_t scope_comm, uint64_t *key);
 void mem_release(struct quay_engine *e, mregion *m);
+/** 1 if a live region is scoped to communicator c (it may not be freed). */
+int mem_comm_in_use(const struct quay_engine *e, const struct quay_comm *c);
 /** Let world rank `peer` alone use the region of the engine's own `key`. */
 void mem_bind(struct quay_engine *e, uint64_t key, int32_t peer);
 /** Release the protocol-internal region *key names, if any; *key = 0. */

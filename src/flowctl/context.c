@@ -103,6 +103,7 @@ void context_reset(quay_engine *e, uint32_t key)
     context_rebuild_free(e);
     e->reqs_used = 0;
     e->mem.used = 0;
+    e->mem.comm_scoped = 0;
     e->msgs_used = 0;
     e->ubytes = 0;
     e->held_bytes = 0;

@@ -392,7 +392,7 @@ static void sx_regions(snap *s)
         d->in_use = 1;
         t->used++;
         if (d->scope == MEM_SCOPE_COMM)
-            e->comms[d->scope_comm].nregions++;
+            t->comm_scoped++;
     }
 }
 
