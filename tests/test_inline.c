@@ -5,11 +5,8 @@
  * and late receives, truncation, order against quay_isend before and
  * after it, when it answers QUAY_EBUSY (and quay_isend then takes the
  * message), argument errors, failed peers (refused; queued packets
- * dropped), the trace, and that nothing leaks. Subtests about single
- * packets run with QUAY_CFG_NO_COALESCE; the train subtests (coalesced
- * sends) check the packet's shape, delivery in every mix of posted and
- * late receives, reordering, offering a train again after QUAY_EAGAIN,
- * malformed trains, and the pool of train buffers running out.
+ * dropped), the trace, and that nothing leaks. Every subtest runs with
+ * QUAY_CFG_NO_COALESCE: coalesced sends (trains) are test_train.c's.
  */
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
  * test_send_copy.c — QUAY_CFG_SEND_COPY: quay_isend of a small standard
  * message is taken the way quay_send_inline takes it (p2p.c isend_copy,
- * inline.c send_copy_take) and its request is complete at the call.
+ * inline.c inline_take) and its request is complete at the call.
  *
  * Checked here: the request is DONE with the send's status before any
  * packet moves, and the buffer may change at once; the message arrives
