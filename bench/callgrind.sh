@@ -21,7 +21,7 @@
 #            receive buffer and the bench wire's header/payload copies
 #   harness  self Ir of bench/*.c functions (the wire and pump loop)
 #   engine   everything else (src/ functions, libc other than memcpy)
-# and prints (total - memcpy) / ITERS as the end-to-end figure (DESIGN §9:
+# and prints (total - memcpy) / ITERS as the end-to-end figure (design.md §10:
 # <= 300), plus engine-only and the top functions (self Ir of inlined
 # pieces merged into the function they were inlined into). A third run
 # sends by quay_send_inline (--send inline): the payload copied into the
@@ -212,7 +212,7 @@ if [ "$WHAT" != match ]; then
         summary+=("$variant $x $(get engine "$s") $(get harness "$s")")
     done
     echo
-    echo "summary: instructions per eager message (target, DESIGN §9: <= 300 end to end)"
+    echo "summary: instructions per eager message (target, design.md §10: <= 300 end to end)"
     printf '   %-18s %12s %8s %8s  %s\n' variant "end to end" engine wire "vs 300"
     for row in "${summary[@]}"; do
         read -r v x e h <<<"$row"
@@ -267,7 +267,7 @@ if [ "$WHAT" != engine ]; then
             # whole path is the measure then)
             r = m1 > 0 ? m4 / m1 : 1
             how = m1 > 0 ? sprintf("matcher %.2fx", r) : "matcher inlined into the receive calls"
-            printf "target (DESIGN §9), %s queue, exact keys: depth 10000 within 1.2x of depth 1: %s (%s, whole receive path %.2fx)\n",
+            printf "target (design.md §10), %s queue, exact keys: depth 10000 within 1.2x of depth 1: %s (%s, whole receive path %.2fx)\n",
                 q, (r <= 1.2 && e4 / e1 <= 1.2 ? "MET" : "MISSED"), how, e4 / e1 }'
     done
 fi

@@ -1,5 +1,5 @@
 /*
- * test_badinput.c — DESIGN §8 "Bad input": malformed, truncated,
+ * test_badinput.c — design.md §9 "Bad input": malformed, truncated,
  * oversized, replayed and out-of-state packets fed to quay_on_packet of
  * live engines on the FIFO test network, plus misuse of the call API.
  *

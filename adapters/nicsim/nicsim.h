@@ -48,7 +48,7 @@
  * against the target engine's registered memory (quay_mem_resolve), then
  * the initiator's op_done is queued with the result. They emit no events.
  *
- * The timed (LogGP-style) mode of DESIGN §7 is in timed.h.
+ * The timed (LogGP-style) mode of design.md §8 is in timed.h.
  */
 #ifndef QUAY_NICSIM_H
 #define QUAY_NICSIM_H

@@ -1,6 +1,6 @@
 /*
  * timed.h — nicsim's timed mode: a discrete-event model of N hosts and
- * their NICs on a switched network (DESIGN §7), for reproducing the
+ * their NICs on a switched network (design.md §8), for reproducing the
  * experiments of the NIC dissertation and for scaling runs.
  *
  * Every rank is a host CPU, a host<->NIC bus, a NIC processor and a

@@ -68,7 +68,7 @@ uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt)
     return CS_BYPASS_REDUCE | (uint32_t)op << 4 | (uint32_t)dt;
 }
 
-/* Application-bypass reduce [DESIGN §6; NIC ch. 6 did the broadcast]:
+/* Application-bypass reduce [design.md §6; NIC ch. 6 did the broadcast]:
  * the binomial tree rooted at rank 0 in natural order, whatever the root,
  * so that a partial result that arrives before the call says by itself
  * (its sub-tag: op and type; its length: the count) everything a rank

@@ -1,6 +1,6 @@
 /*
  * eager_fast.h — the small-message hot path of an arrival, inline: an
- * in-order standard EAGER that meets a posted receive (DESIGN §9).
+ * in-order standard EAGER that meets a posted receive (design.md §10).
  * quay_on_packet (engine.c) runs it in its own frame; the general path
  * calls eager_fast_arrival (eager.c), the same code out of line.
  */
@@ -80,7 +80,7 @@ typedef struct arrival_memo {
 } arrival_memo;
 
 /*
- * The small-message hot path [DESIGN §9], once the message is known to be
+ * The small-message hot path [design.md §10], once the message is known to be
  * the peer's next (nothing held), standard mode, its envelope well formed
  * (source and tag not negative) and its communicator c found: matches
  * through the same facade as the general path (so the oracle check still

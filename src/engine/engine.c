@@ -507,7 +507,7 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
 
 int quay_on_packet(quay_engine *e, int32_t peer, const void *bytes, size_t len)
 {
-    /* The small-message hot path [DESIGN §9]: one channel, no flow
+    /* The small-message hot path [design.md §10]: one channel, no flow
      * control, a healthy engine, a peer in range that is neither us nor
      * failed (the general path's checks, passed): an in-order EAGER for
      * a posted receive is consumed by eager_fast_arrival. */

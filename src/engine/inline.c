@@ -79,7 +79,7 @@ static QUAY_NOINLINE int send_inline_any(quay_engine *e, quay_comm *c, const voi
 int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,
                      int32_t dst, int32_t tag)
 {
-    /* The small-message hot path [DESIGN §9]: one more message behind
+    /* The small-message hot path [design.md §10]: one more message behind
      * the train waiting for a pull, on a path that calls nothing (so
      * sets up no frame); anything else, from the start, out of line. */
     if (e != NULL && e->inq_tail != NULL && inline_args_ok(e, c, buf, len, dst, tag) &&

@@ -133,7 +133,7 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
     } else if (o->req == NULL && o->pkt == QUAY_PKT_EAGER) {
         inline_out_put(e, o); /* an inline send's: nothing waits on it */
     } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
-        /* The hot path [DESIGN §9]: out_release + req_progress for an
+        /* The hot path [design.md §10]: out_release + req_progress for an
          * eager send's packet, req_progress's common case first. */
         quay_req *r = o->req;
         out_put(e, o);
@@ -612,7 +612,7 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
     }
 }
 
-/* The small-message hot path [DESIGN §9]: r, first on the txq, is an
+/* The small-message hot path [design.md §10]: r, first on the txq, is an
  * eager send to another rank whose envelope has not left, and nothing
  * out_pull looks at before the txq has work (no rare source, control
  * reply or loopback packet; a descriptor free; tx_plain). Emits what

@@ -120,7 +120,7 @@ static QUAY_ALWAYS_INLINE void send_eager_go(quay_engine *e, quay_req *r, const 
     ql_push_tail(&e->txq, &r->link);
 }
 
-/* The small-message hot path [DESIGN §9]: an eager-size send (not
+/* The small-message hot path [design.md §10]: an eager-size send (not
  * buffered) to a real rank of an engine without RTRs, arbitration or
  * failed peers. Does what req_alloc + send_start + send_go +
  * send_envelope do for it, and nothing they would test and skip. */
@@ -389,7 +389,7 @@ static QUAY_ALWAYS_INLINE void recv_posted_go(quay_engine *e, quay_comm *c, quay
         match_add_posted(e, r);
 }
 
-/* The small-message hot path [DESIGN §9]: a receive from one rank of a
+/* The small-message hot path [design.md §10]: a receive from one rank of a
  * communicator with no unexpected message, on an engine without RTRs,
  * arbitration or failed peers: posted, as recv_post would. */
 static QUAY_ALWAYS_INLINE int irecv_posted(quay_engine *e, quay_comm *c, void *buf,
@@ -846,7 +846,7 @@ static QUAY_ALWAYS_INLINE int start_recv_fast_ok(const quay_engine *e, const qua
 
 int quay_start(quay_engine *e, quay_req *r)
 {
-    /* The small-message hot path [DESIGN §9]: an inactive persistent
+    /* The small-message hot path [design.md §10]: an inactive persistent
      * receive that irecv_posted would post (every check of start_general,
      * passed, and recv_short_ok's). */
     if (e != NULL && start_recv_fast_ok(e, r) && start_engine_ok(e)) {

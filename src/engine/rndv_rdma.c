@@ -1,6 +1,6 @@
 /*
  * rndv_rdma.c — rendezvous whose data moves by RDMA instead of DATA
- * packets (DESIGN §4): the sender offers, the receiver chooses.
+ * packets (design.md §4): the sender offers, the receiver chooses.
  *
  *   GET   sender                          receiver
  *         RTS(env, len, key=K_s)    -->   match; RDMA_GET fragments of K_s

@@ -202,7 +202,7 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
     if (env->flags & UMF_READY) {
         /* Ready send without a posted receive: an error at both ends. The
          * payload is dropped; the receive that later matches it reports
-         * QUAY_ENOTPOSTED [DESIGN §4]. */
+         * QUAY_ENOTPOSTED [design.md §4]. */
         umsg_drop_payload(e, m);
         m->flags |= UMF_POISON;
         ctrl_push(e, QUAY_PKT_ACK, peer, env->sreq, QUAY_ENOTPOSTED, 0);

@@ -1,7 +1,7 @@
 /*
  * wire.c — encode and decode quay packet headers.
  *
- * Discipline (STYLE §5): the decoder checks the minimum length before any
+ * Discipline: the decoder checks the minimum length before any
  * read, reads fields with byte helpers (never a struct cast), compares as
  * `len - used < n` so nothing can wrap, and checks every field range it can
  * without engine state.

@@ -1,6 +1,6 @@
 /*
  * ackn.h — per-peer channel state machine of PM's Modified ACK/NACK
- * [PM §3.3, digest: shared/reference/pm.md], plus what PM left to its
+ * [PM §3.3; docs/design.md, References], plus what PM left to its
  * hardware: retransmission timers with exponential backoff, loss of data,
  * ACK and NACK packets, duplicates, reordering, and peer failure after a
  * retry limit. State table, timer rules and wiring notes: docs/flowctl.md.
