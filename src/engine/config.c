@@ -48,8 +48,6 @@ void config_default(quay_config *cfg)
 
 int config_check(quay_config *c)
 {
-    if (c->version != QUAY_CONFIG_VERSION)
-        return QUAY_EVERSION;
     if (c->nranks <= 0 || c->rank < 0 || c->rank >= c->nranks)
         return QUAY_EINVAL;
     if (c->flags & ~(uint32_t)(QUAY_CFG_COMPLETE_ACTIONS |

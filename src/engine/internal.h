@@ -617,7 +617,8 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
                 int internal, quay_comm **pc);
 
 /* ---- config (config.c) ---------------------------------------------------- */
-/** Validate and normalise the engine's copy of the caller's config. */
+/** Validate and normalise the engine's copy of the caller's config
+ *  (already in the latest layout: quay_config_upgrade). */
 int config_check(quay_config *c);
 /** Every field's default, in the latest layout. */
 void config_default(quay_config *cfg);

@@ -63,8 +63,6 @@ int mem_comm_in_use(const struct quay_engine *e, const struct quay_comm *c);
 void mem_bind(struct quay_engine *e, uint64_t key, int32_t peer);
 /** Release the protocol-internal region *key names, if any; *key = 0. */
 void mem_release_internal(struct quay_engine *e, uint64_t *key);
-/** The engine can make keys (a key secret was configured). */
-static inline int mem_keys_on(const mem_table *t) { return t->keys_on; }
 
 /* The key cipher (Speck64/128), exposed for its known-answer test. */
 void mem_cipher_schedule(uint32_t rk[MEM_KEY_ROUNDS], const uint32_t k[4]);

@@ -91,16 +91,24 @@ static void ackn_advance(fc_tx *t, uint32_t upto,
     t->deadline = t->una == t->next ? UINT64_MAX : ackn_after(now_ns, t->rto);
 }
 
+int fc_tx_check(const fc_tx *t, int is_nack, uint32_t v)
+{
+    if (t->failed)
+        return FC_EPEER;
+    if (is_nack ? fc_seq_le(t->next, v) : fc_seq_lt(t->next, v))
+        return FC_ESTATE;
+    return 0;
+}
+
 int fc_tx_on_ack(fc_tx *t, const fc_params *p, uint32_t ack, uint64_t now_ns,
                  uint32_t *freed_from, uint32_t *freed_to)
 {
     (void)p; /* the timeout after progress lives in t (rto_base) */
     *freed_from = t->una;
     *freed_to = t->una;
-    if (t->failed)
-        return FC_EPEER;
-    if (fc_seq_lt(t->next, ack))
-        return FC_ESTATE;          /* acknowledges what was never sent */
+    int rc = fc_tx_check(t, 0, ack); /* (acknowledges what was never sent) */
+    if (rc != 0)
+        return rc;
     if (fc_seq_le(ack, t->una))
         return 0;                  /* stale or repeated: nothing new */
     ackn_advance(t, ack, now_ns, freed_from, freed_to);
@@ -115,10 +123,9 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
     (void)p; /* the timeout after progress lives in t (rto_base) */
     *freed_from = t->una;
     *freed_to = t->una;
-    if (t->failed)
-        return FC_EPEER;
-    if (fc_seq_le(t->next, k))
-        return FC_ESTATE;          /* refuses what was never sent */
+    int rc = fc_tx_check(t, 1, k); /* (refuses what was never sent) */
+    if (rc != 0)
+        return rc;
     if (fc_seq_lt(k, t->una))
         return 0;                  /* stale: k was acknowledged since */
     ackn_advance(t, k, now_ns, freed_from, freed_to);
@@ -127,15 +134,6 @@ int fc_tx_on_nack(fc_tx *t, const fc_params *p, uint32_t k, uint64_t now_ns,
      * timer stays armed (ackn_advance left una != next). */
     t->resend = k;
     t->state = FC_TX_NOT_TO_SEND;
-    return 0;
-}
-
-int fc_tx_check(const fc_tx *t, int is_nack, uint32_t v)
-{
-    if (t->failed)
-        return FC_EPEER;
-    if (is_nack ? fc_seq_le(t->next, v) : fc_seq_lt(t->next, v))
-        return FC_ESTATE;
     return 0;
 }
 

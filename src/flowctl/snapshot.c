@@ -1512,6 +1512,23 @@ static uint32_t get_u32(const uint8_t *b)
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
+/* The channel's sections written into buf[at..cap) (counted past cap,
+ * nothing written there): 0 and *end, the offset after the last one, or
+ * the walk's error. */
+static int save_walk(const quay_engine *e, void *buf, size_t cap, size_t at, size_t *end)
+{
+    snap s;
+    memset(&s, 0, sizeof s);
+    s.mode = SNAP_SAVE;
+    s.e = (quay_engine *)e; /* SAVE mode only reads it */
+    s.out = buf;
+    s.cap = buf != NULL ? cap : 0;
+    s.pos = at;
+    walk(&s);
+    *end = s.pos;
+    return s.err;
+}
+
 int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
 {
     if (ce == NULL || len == NULL)
@@ -1520,7 +1537,7 @@ int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
     int rc = context_switchable(ce);
     if (rc != 0)
         return rc;
-    quay_engine *e = (quay_engine *)ce; /* SAVE mode only reads it */
+    const quay_engine *e = ce;
     /* Every descriptor in use must be a queued packet (quiesce held it). */
     uint32_t queued = 0;
     for (int32_t p = 0; p < e->nranks; p++)
@@ -1529,17 +1546,11 @@ int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
     if (queued != e->outs_used)
         return QUAY_EBUSY;
 
-    snap s;
-    memset(&s, 0, sizeof s);
-    s.mode = SNAP_SAVE;
-    s.e = e;
-    s.out = buf;
-    s.cap = buf != NULL ? cap : 0;
-    s.pos = SNAP_HDR_LEN;
-    walk(&s);
-    if (s.err != 0)
-        return s.err;
-    size_t total = s.pos + 4;
+    size_t body_end;
+    rc = save_walk(e, buf, cap, SNAP_HDR_LEN, &body_end);
+    if (rc != 0)
+        return rc;
+    size_t total = body_end + 4;
     *len = total;
     if (buf == NULL || cap < total)
         return QUAY_ENOBUFS;
@@ -1553,16 +1564,10 @@ int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
     return 0;
 }
 
-size_t snapshot_state(const quay_engine *ce, void *buf, size_t cap)
+size_t snapshot_state(const quay_engine *e, void *buf, size_t cap)
 {
-    snap s;
-    memset(&s, 0, sizeof s);
-    s.mode = SNAP_SAVE;
-    s.e = (quay_engine *)ce; /* SAVE mode only reads it */
-    s.out = buf;
-    s.cap = buf != NULL ? cap : 0;
-    walk(&s);
-    return s.err != 0 ? 0 : s.pos;
+    size_t end;
+    return save_walk(e, buf, cap, 0, &end) != 0 ? 0 : end;
 }
 
 static void snap_scratch_free(snap *s)
