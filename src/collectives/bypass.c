@@ -48,9 +48,9 @@ struct coll_bypass {
     uint32_t nhead, ncount;
 };
 
-static void bypass_arrival(quay_engine *e, quay_comm *twin, const struct quay_msg *m)
+void bypass_arrival(quay_engine *e, quay_comm *twin, const struct quay_msg *m)
 {
-    struct coll_bypass *b = e->coll_byp;
+    struct coll_bypass *b = e->coll.st->byp;
     uint32_t sub = (uint32_t)m->tag & CS_SUBTAG_LIMIT;
     if (sub < CS_BYPASS_BCAST || b->count == b->cap)
         return; /* not a broadcast's, or too many at once: the call takes it */
@@ -58,13 +58,13 @@ static void bypass_arrival(quay_engine *e, quay_comm *twin, const struct quay_ms
     c->twin = twin;
     c->tag = m->tag;
     c->len = m->len;
-    e->coll_npend++;
+    e->coll.npend++;
     work_rare(e);
 }
 
 int bypass_attach(quay_engine *e)
 {
-    if (e->coll_byp != NULL)
+    if (e->coll.st->byp != NULL)
         return 0;
     struct coll_bypass *b = qalloc(e, sizeof *b);
     uint32_t cap = 2 * e->cfg.coll_max;
@@ -80,21 +80,19 @@ int bypass_attach(quay_engine *e)
     b->c = c;
     b->notify = nt;
     b->cap = cap;
-    e->coll_byp = b;
-    e->coll_arrival = bypass_arrival;
+    e->coll.st->byp = b;
     return 0;
 }
 
 void bypass_fini(quay_engine *e)
 {
-    struct coll_bypass *b = e->coll_byp;
+    struct coll_bypass *b = e->coll.st->byp;
     if (b == NULL)
         return;
     qfree(e, b->c);
     qfree(e, b->notify);
     qfree(e, b);
-    e->coll_byp = NULL;
-    e->coll_arrival = NULL;
+    e->coll.st->byp = NULL;
 }
 
 static quay_comm *parent_of(quay_engine *e, const quay_comm *twin)
@@ -107,7 +105,7 @@ static quay_comm *parent_of(quay_engine *e, const quay_comm *twin)
 
 static coll_sched *find_sched(quay_engine *e, const quay_comm *twin, uint32_t tagbase)
 {
-    for (qlink *n = ql_first(&e->coll_active); n != NULL; n = ql_next(&e->coll_active, n)) {
+    for (qlink *n = ql_first(&e->coll.st->active); n != NULL; n = ql_next(&e->coll.st->active, n)) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
         if (s->comm == twin && s->tagbase == tagbase)
             return s;
@@ -122,7 +120,7 @@ static coll_sched *find_sched(quay_engine *e, const quay_comm *twin, uint32_t ta
  * for its call, as without bypass. */
 static int early_room(const quay_engine *e)
 {
-    return e->coll_nactive + 1 < e->cfg.coll_max;
+    return e->coll.st->nactive + 1 < e->cfg.coll_max;
 }
 
 /* An early broadcast: the root from the sub-tag, the length from the
@@ -172,19 +170,19 @@ static coll_sched *early_reduce(quay_engine *e, quay_comm *user, uint32_t sub, u
 /* Start the collectives whose data came before their call. */
 void bypass_dispatch(quay_engine *e)
 {
-    struct coll_bypass *b = e->coll_byp;
+    struct coll_bypass *b = e->coll.st->byp;
     while (b != NULL && b->count != 0) {
         cand c = b->c[b->head];
         b->head = (b->head + 1) % b->cap;
         b->count--;
-        e->coll_npend--;
+        e->coll.npend--;
         uint32_t tagbase = (uint32_t)c.tag & ~CS_SUBTAG_LIMIT;
         uint32_t sub = (uint32_t)c.tag & CS_SUBTAG_LIMIT;
         quay_comm *user = parent_of(e, c.twin);
         /* (the length comes from the wire: staging is bounded like any
          * unexpected data) */
         if (user == NULL || c.len > e->cfg.unexpected_bytes_max ||
-            find_sched(e, c.twin, tagbase) != NULL || e->coll_nactive >= e->cfg.coll_max)
+            find_sched(e, c.twin, tagbase) != NULL || e->coll.st->nactive >= e->cfg.coll_max)
             continue; /* taken, or no room: the call does it */
         coll_sched *s = sub >= CS_BYPASS_REDUCE ? early_reduce(e, user, sub, c.len)
                                                 : early_bcast(e, user, sub, c.len);
@@ -220,7 +218,7 @@ int bypass_claim(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req *
     if (c->coll == NULL)
         return 0;
     uint32_t tagbase = (c->coll_seq & 0xFFFFu) << 15;
-    for (qlink *n = ql_first(&e->coll_early); n != NULL; n = ql_next(&e->coll_early, n)) {
+    for (qlink *n = ql_first(&e->coll.st->early); n != NULL; n = ql_next(&e->coll.st->early, n)) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, elink);
         if (s->comm != c->coll || s->tagbase != tagbase)
             continue;
@@ -240,17 +238,17 @@ int bypass_claim(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req *
 
 void coll_notify(quay_engine *e, int32_t peer)
 {
-    struct coll_bypass *b = e->coll_byp;
+    struct coll_bypass *b = e->coll.st->byp;
     if (b == NULL || b->ncount == b->cap)
         return; /* a hint */
     b->notify[(b->nhead + b->ncount++) % b->cap] = peer;
-    e->coll_nemit++;
+    e->coll.nemit++;
     work_rare(e);
 }
 
 int bypass_emit(quay_engine *e, quay_action *a)
 {
-    struct coll_bypass *b = e->coll_byp;
+    struct coll_bypass *b = e->coll.st->byp;
     if (b == NULL || b->ncount == 0)
         return 0;
     memset(a, 0, sizeof *a);
@@ -258,6 +256,6 @@ int bypass_emit(quay_engine *e, quay_action *a)
     a->peer = b->notify[b->nhead];
     b->nhead = (b->nhead + 1) % b->cap;
     b->ncount--;
-    e->coll_nemit--;
+    e->coll.nemit--;
     return 1;
 }

@@ -24,6 +24,19 @@
 
 #include "engine/internal.h"
 
+/* What the collectives keep per engine, behind e->coll.st (the engine
+ * sees only coll_port's doorbell). */
+struct coll_state {
+    qlink active;      /* every running schedule */
+    uint32_t nactive;
+    qlink early;       /* schedules started by an arrival, not yet called */
+    qlink spare;       /* finished schedules kept with their arrays, so
+                          back-to-back collectives do not allocate */
+    uint32_t nspare;
+    struct coll_bypass *byp;  /* application bypass state, or NULL */
+    struct coll_offload *off; /* offloading state (offload.c), or NULL */
+};
+
 enum { CS_SEND = 1, CS_RECV, CS_REDUCE, CS_COPY, CS_JOIN };
 enum { CB_SEND = 0, CB_RECV = 1, CB_TMP = 2 };
 enum { CST_WAIT = 0, CST_READY, CST_RUNNING, CST_DONE };
@@ -172,8 +185,13 @@ int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req *
 void offload_report(quay_engine *e, uint64_t cookie, int status);
 /** Free what offloading holds (engine free). */
 void offload_fini(quay_engine *e);
-/** Install the engine's hooks into the collectives (idempotent). */
-void coll_hooks(quay_engine *e);
+/** Create the collectives' state and install their hooks in the engine
+ *  (idempotent): the state, or NULL (no memory). */
+struct coll_state *coll_install(quay_engine *e);
+/** Install the hooks at engine creation when the config needs them
+ *  before any collective call (coll_bypass: arrivals must be seen): the
+ *  composition root passes it to the engine. 0 or QUAY_ENOMEM. */
+int coll_attach(quay_engine *e);
 
 /* ---- running (sched.c) ---------------------------------------------------- */
 
@@ -200,7 +218,10 @@ void coll_notify(quay_engine *e, int32_t peer);
 
 /* ---- application bypass (bypass.c) ----------------------------------------- */
 
+/** Set up application bypass (coll_attach; the state exists). */
 int bypass_attach(quay_engine *e);
+/** coll_hooks.on_arrival under bypass: a message on twin, uncalled. */
+void bypass_arrival(quay_engine *e, quay_comm *twin, const struct quay_msg *m);
 void bypass_fini(quay_engine *e);
 /** Start early schedules for the broadcasts that arrived uncalled. */
 void bypass_dispatch(quay_engine *e);

@@ -37,22 +37,30 @@ struct coll_offload {
 
 static struct coll_offload *off_state(quay_engine *e)
 {
-    if (e->coll_off != NULL)
-        return e->coll_off;
+    struct coll_state *cs = coll_install(e);
+    if (cs == NULL)
+        return NULL;
+    if (cs->off != NULL)
+        return cs->off;
     struct coll_offload *st = qalloc(e, sizeof *st);
     if (st == NULL)
         return NULL;
     memset(st, 0, sizeof *st);
     ql_init(&st->out);
     ql_init(&st->wait);
-    e->coll_off = st;
-    coll_hooks(e);
+    cs->off = st;
     return st;
+}
+
+/* The offloading state, NULL if there is none. */
+static struct coll_offload *off_find(const quay_engine *e)
+{
+    return e->coll.st != NULL ? e->coll.st->off : NULL;
 }
 
 void offload_fini(quay_engine *e)
 {
-    struct coll_offload *st = e->coll_off;
+    struct coll_offload *st = e->coll.st->off;
     if (st == NULL)
         return;
     qlink *n;
@@ -62,16 +70,16 @@ void offload_fini(quay_engine *e)
     }
     qfree(e, st->rep);
     qfree(e, st);
-    e->coll_off = NULL;
+    e->coll.st->off = NULL;
 }
 
 /* ---- host ------------------------------------------------------------------------ */
 
 int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req)
 {
-    if (e->coll_nactive >= e->cfg.coll_max)
-        return QUAY_EAGAIN;
     struct coll_offload *st = off_state(e);
+    if (st != NULL && e->coll.st->nactive >= e->cfg.coll_max)
+        return QUAY_EAGAIN;
     off_rec *rec = st != NULL ? qalloc(e, sizeof *rec) : NULL;
     quay_req *u = rec != NULL ? req_alloc(e, RK_COLL, c) : NULL;
     if (u == NULL) {
@@ -84,9 +92,9 @@ int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req *
     rec->ureq = u;
     req_set_state(e, u, QUAY_RS_COLL);
     ql_push_tail(&st->out, &rec->link);
-    e->coll_nemit++;
+    e->coll.nemit++;
     work_rare(e);
-    e->coll_nactive++; /* the channel is busy until it is done */
+    e->coll.st->nactive++; /* the channel is busy until it is done */
     e->st.coll_started++;
     *req = u;
     return 0;
@@ -96,7 +104,7 @@ int quay_on_offload_done(quay_engine *e, uint64_t cookie, int status)
 {
     if (e == NULL)
         return QUAY_EINVAL;
-    struct coll_offload *st = e->coll_off;
+    struct coll_offload *st = off_find(e);
     if (st == NULL)
         return QUAY_ESTATE;
     for (qlink *n = ql_first(&st->wait); n != NULL; n = ql_next(&st->wait, n)) {
@@ -106,7 +114,7 @@ int quay_on_offload_done(quay_engine *e, uint64_t cookie, int status)
         ql_remove(&rec->link);
         quay_req *u = rec->ureq;
         qfree(e, rec);
-        e->coll_nactive--;
+        e->coll.st->nactive--;
         u->status.error = status > 0 ? QUAY_EINVAL : status;
         u->status.count = 0;
         if (u->status.error != 0)
@@ -149,13 +157,13 @@ static int rep_reserve(quay_engine *e, struct coll_offload *st, uint32_t need)
 
 void offload_report(quay_engine *e, uint64_t cookie, int status)
 {
-    struct coll_offload *st = e->coll_off;
+    struct coll_offload *st = e->coll.st->off;
     /* A slot per running schedule (rep_reserve at the post): never full. */
     off_report *r = &st->rep[(st->rep_head + st->rep_count) % st->rep_cap];
     r->cookie = cookie;
     r->status = status;
     st->rep_count++;
-    e->coll_nemit++;
+    e->coll.nemit++;
     work_rare(e);
 }
 
@@ -184,8 +192,8 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
           (d->rbuf == NULL || (d->kind == QUAY_OFF_REDUCE && d->world[d->root] != e->rank)))))
         return QUAY_EINVAL;
     struct coll_offload *st = off_state(e);
-    if (st == NULL || e->coll_nactive + st->rep_count >= e->cfg.coll_max ||
-        rep_reserve(e, st, e->coll_nactive + st->rep_count + 1) != 0)
+    if (st == NULL || e->coll.st->nactive + st->rep_count >= e->cfg.coll_max ||
+        rep_reserve(e, st, e->coll.st->nactive + st->rep_count + 1) != 0)
         return QUAY_EAGAIN;
     quay_comm *c = comm_lookup(e, d->ctx);
     if (c == NULL) {
@@ -203,7 +211,7 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
 
 int offload_emit(quay_engine *e, quay_action *a)
 {
-    struct coll_offload *st = e->coll_off;
+    struct coll_offload *st = e->coll.st->off;
     if (st == NULL)
         return 0;
     qlink *n = ql_first(&st->out);
@@ -227,6 +235,6 @@ int offload_emit(quay_engine *e, quay_action *a)
     } else {
         return 0;
     }
-    e->coll_nemit--;
+    e->coll.nemit--;
     return 1;
 }

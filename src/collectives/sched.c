@@ -10,10 +10,10 @@
  * (reduce, copy, join) run at once; sends and receives become RF_COLL
  * engine requests, whose completion (the engine's coll_hook, called from
  * req_complete, possibly deep inside a packet) only marks the step done
- * and queues the schedule on e->coll_ready. e->coll_progress, called by
+ * and queues the schedule on e->coll.ready. e->coll_progress, called by
  * the engine at the end of its entry points, starts what became ready.
  * A step that cannot get a request (pool or control queue full) waits on
- * e->coll_blocked and is retried once the engine has room again.
+ * e->coll.blocked and is retried once the engine has room again.
  *
  * Failure: the first error (a peer failed, a message of the wrong length)
  * stops new steps; receives still posted are cancelled; once nothing is
@@ -187,7 +187,7 @@ static void sched_release(coll_sched *s)
 static void sched_free(coll_sched *s)
 {
     quay_engine *e = s->e;
-    if (e->coll_nspare >= SCHED_SPARE_MAX || ql_linked(&s->link) || ql_linked(&s->rlink) ||
+    if (e->coll.st->nspare >= SCHED_SPARE_MAX || ql_linked(&s->link) || ql_linked(&s->rlink) ||
         ql_linked(&s->elink)) {
         sched_release(s);
         return;
@@ -197,8 +197,8 @@ static void sched_free(coll_sched *s)
         s->tmp = NULL;
         s->tmp_cap = 0;
     }
-    ql_push_tail(&e->coll_spare, &s->link);
-    e->coll_nspare++;
+    ql_push_tail(&e->coll.st->spare, &s->link);
+    e->coll.st->nspare++;
 }
 
 static int shape_eq(const coll_shape *a, const coll_shape *b)
@@ -215,7 +215,7 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
 {
     qlink *n = NULL;
     if (want != NULL)
-        for (qlink *l = ql_first(&e->coll_spare); l != NULL; l = ql_next(&e->coll_spare, l)) {
+        for (qlink *l = ql_first(&e->coll.st->spare); l != NULL; l = ql_next(&e->coll.st->spare, l)) {
             const coll_sched *sp = QUAY_CONTAINER_OF(l, coll_sched, link);
             if (sp->shape.kind != 0 && shape_eq(&sp->shape, want)) {
                 n = l;
@@ -224,7 +224,7 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
         }
     int reuse = n != NULL;
     if (n == NULL)
-        n = ql_first(&e->coll_spare); /* the oldest: the least likely asked for */
+        n = ql_first(&e->coll.st->spare); /* the oldest: the least likely asked for */
     coll_sched *s;
     if (n == NULL) {
         s = qalloc(e, sizeof *s);
@@ -233,7 +233,7 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
         return s;
     }
     ql_remove(n);
-    e->coll_nspare--;
+    e->coll.st->nspare--;
     s = QUAY_CONTAINER_OF(n, coll_sched, link);
     /* Its arrays (and, reused as it is, its steps) are kept: these fields
      * only, not a copy of the whole schedule. */
@@ -279,29 +279,32 @@ static int reserve(quay_engine *e, void **arr, uint32_t *cap, uint32_t n, size_t
 }
 
 /* The engine's view: hooks set once any schedule exists; engine_free
- * goes through coll_fini. */
+ * goes through coll_hooks.fini. */
 static void sched_fini(quay_engine *e)
 {
+    struct coll_state *st = e->coll.st;
     offload_fini(e);
     bypass_fini(e);
     qlink *n;
-    while ((n = ql_first(&e->coll_active)) != NULL) {
+    while ((n = ql_first(&st->active)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, link);
         ql_remove(&s->link);
         if (ql_linked(&s->elink))
             ql_remove(&s->elink);
         sched_free(s);
     }
-    while ((n = ql_first(&e->coll_early)) != NULL) { /* ended, never called */
+    while ((n = ql_first(&st->early)) != NULL) { /* ended, never called */
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, elink);
         ql_remove(&s->elink);
         sched_free(s);
     }
-    while ((n = ql_first(&e->coll_spare)) != NULL) {
+    while ((n = ql_first(&st->spare)) != NULL) {
         ql_remove(n);
         sched_release(QUAY_CONTAINER_OF(n, coll_sched, link));
     }
-    e->coll_nspare = 0;
+    qfree(e, st);
+    e->coll.st = NULL;
+    e->coll.hooks = NULL;
 }
 
 static int coll_emit_any(quay_engine *e, quay_action *a)
@@ -309,18 +312,64 @@ static int coll_emit_any(quay_engine *e, quay_action *a)
     return offload_emit(e, a) || bypass_emit(e, a);
 }
 
-void coll_hooks(quay_engine *e)
+/* The engine's progress hook: schedules that found no request or control
+ * slot go back to the ready queue once there is room for one. */
+static void hook_progress(quay_engine *e)
 {
-    e->coll_hook = sched_on_req_done;
-    e->coll_progress = sched_progress;
-    e->coll_fini = sched_fini;
-    e->coll_emit = coll_emit_any;
+    if (!ql_empty(&e->coll.blocked) && e->req_free != NULL && ctrl_space(e))
+        ql_splice_tail(&e->coll.ready, &e->coll.blocked);
+    sched_progress(e);
+}
+
+static int hook_busy(const quay_engine *e)
+{
+    return e->coll.st->nactive != 0 || !ql_empty(&e->coll.st->early);
+}
+
+static const coll_hooks hooks_plain = {
+    .progress = hook_progress,
+    .pull = coll_emit_any,
+    .on_arrival = NULL,
+    .on_req_done = sched_on_req_done,
+    .busy = hook_busy,
+    .fini = sched_fini,
+};
+
+static const coll_hooks hooks_bypass = {
+    .progress = hook_progress,
+    .pull = coll_emit_any,
+    .on_arrival = bypass_arrival, /* arrivals may start schedules early */
+    .on_req_done = sched_on_req_done,
+    .busy = hook_busy,
+    .fini = sched_fini,
+};
+
+struct coll_state *coll_install(quay_engine *e)
+{
+    struct coll_state *st = e->coll.st;
+    if (st == NULL) {
+        st = qalloc(e, sizeof *st);
+        if (st == NULL)
+            return NULL;
+        memset(st, 0, sizeof *st);
+        ql_init(&st->active);
+        ql_init(&st->early);
+        ql_init(&st->spare);
+        e->coll.st = st;
+    }
+    e->coll.hooks = st->byp != NULL ? &hooks_bypass : &hooks_plain;
+    return st;
 }
 
 int coll_attach(quay_engine *e)
 {
-    coll_hooks(e);
-    return e->cfg.coll_bypass ? bypass_attach(e) : 0;
+    if (coll_install(e) == NULL)
+        return QUAY_ENOMEM;
+    if (!e->cfg.coll_bypass)
+        return 0;
+    int rc = bypass_attach(e);
+    coll_install(e); /* with the arrival hook */
+    return rc;
 }
 
 coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
@@ -330,7 +379,11 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
 
 coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *shape, int *rc)
 {
-    if (e->coll_nactive >= e->cfg.coll_max) {
+    if (coll_install(e) == NULL) {
+        *rc = QUAY_ENOMEM;
+        return NULL;
+    }
+    if (e->coll.st->nactive >= e->cfg.coll_max) {
         *rc = QUAY_EAGAIN;
         return NULL;
     }
@@ -342,8 +395,6 @@ coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *sha
             return NULL;
         }
     }
-    /* (first: a schedule kept spare below must be freed with the engine) */
-    coll_hooks(e);
     coll_sched *s = sched_blank(e, shape);
     if (s == NULL) {
         *rc = QUAY_EAGAIN;
@@ -463,10 +514,10 @@ static int sched_activate(coll_sched *s, uint32_t tagbase)
         return rc;
     s->tagbase = tagbase;
     req_set_state(e, s->ureq, QUAY_RS_COLL);
-    ql_push_tail(&e->coll_active, &s->link);
-    e->coll_nactive++;
+    ql_push_tail(&e->coll.st->active, &s->link);
+    e->coll.st->nactive++;
     e->st.coll_started++;
-    ql_push_tail(&e->coll_ready, &s->rlink);
+    ql_push_tail(&e->coll.ready, &s->rlink);
     work_rare(e);
     return 0;
 }
@@ -475,7 +526,7 @@ int sched_start_early(coll_sched *s, uint32_t tagbase)
 {
     int rc = sched_activate(s, tagbase);
     if (rc == 0) {
-        ql_push_tail(&s->e->coll_early, &s->elink);
+        ql_push_tail(&s->e->coll.st->early, &s->elink);
         s->e->st.coll_bypassed++;
     }
     return rc;
@@ -499,7 +550,7 @@ void sched_claim(coll_sched *s, uint8_t *rbuf)
         g->state = CST_READY;
         s->ready[s->nready++] = s->gate;
         if (!ql_linked(&s->rlink))
-            ql_push_tail(&e->coll_ready, &s->rlink);
+            ql_push_tail(&e->coll.ready, &s->rlink);
         work_rare(e);
     }
 }
@@ -561,7 +612,7 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
         fail(s, r->status.count == 0 ? QUAY_EPEER : QUAY_ETRUNCATE);
     step_done(s, i);
     if (!ql_linked(&s->rlink))
-        ql_push_tail(&e->coll_ready, &s->rlink);
+        ql_push_tail(&e->coll.ready, &s->rlink);
     work_rare(e);
 }
 
@@ -638,7 +689,7 @@ static void sched_finish(coll_sched *s)
     ql_remove(&s->link);
     if (ql_linked(&s->rlink))
         ql_remove(&s->rlink);
-    e->coll_nactive--;
+    e->coll.st->nactive--;
     quay_req *u = s->ureq;
     u->status.error = s->error;
     u->status.count = 0;
@@ -646,7 +697,7 @@ static void sched_finish(coll_sched *s)
         e->st.coll_failed++;
     if (ql_linked(&s->elink)) {
         /* Early, and failed (it cannot end otherwise before its gate
-         * opens): kept on e->coll_early for the call (sched_claim). */
+         * opens): kept on e->coll.st->early for the call (sched_claim). */
         s->ended = 1;
         return;
     }
@@ -674,7 +725,7 @@ static int sched_run(coll_sched *s)
             /* (a step that completed at once may have queued it again) */
             if (ql_linked(&s->rlink))
                 ql_remove(&s->rlink);
-            ql_push_tail(&e->coll_blocked, &s->rlink);
+            ql_push_tail(&e->coll.blocked, &s->rlink);
             work_rare(e);
             return 0;
         }
@@ -710,10 +761,10 @@ static int sched_run(coll_sched *s)
 
 static void sched_progress(quay_engine *e)
 {
-    if (e->coll_npend != 0)
+    if (e->coll.npend != 0)
         bypass_dispatch(e);
     qlink *n;
-    while ((n = ql_first(&e->coll_ready)) != NULL) {
+    while ((n = ql_first(&e->coll.ready)) != NULL) {
         coll_sched *s = QUAY_CONTAINER_OF(n, coll_sched, rlink);
         ql_remove(&s->rlink);
         /* A broadcast moving ahead of its call (bypass) still receiving:

@@ -6,9 +6,9 @@
  * ranks, state). A rejected packet never changes engine state.
  */
 #include "engine/eager_fast.h"
+#include "engine/engine.h"
 #include "engine/internal.h"
 #include "engine/payload.h"
-#include "flowctl/chan.h"
 
 #include <stdlib.h>
 
@@ -85,7 +85,7 @@ static int engine_pools(quay_engine *e)
 }
 
 /* Create one channel: the whole engine state for one logical network. */
-static int channel_new(const quay_config *c, const quay_allocator *a,
+static int channel_new(const quay_config *c, const quay_allocator *a, const engine_parts *parts,
                        uint8_t id, quay_engine *root, quay_engine **pe)
 {
     quay_engine *e = a->alloc(sizeof *e, a->ctx);
@@ -103,16 +103,14 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     ql_init(&e->rdmaq);
     ql_init(&e->cq);
     ql_init(&e->orphans);
-    ql_init(&e->coll_ready);
-    ql_init(&e->coll_blocked);
+    ql_init(&e->coll.ready);
+    ql_init(&e->coll.blocked);
     e->rare = 1; /* the first idle pull looks everywhere */
-    ql_init(&e->coll_early);
-    ql_init(&e->coll_active);
-    ql_init(&e->coll_spare);
+    e->link = e->flow ? parts->link : NULL;
 
     int rc = engine_pools(e);
-    if (rc == 0)
-        chan_init(e);
+    if (rc == 0 && e->link != NULL)
+        e->link->reset(e);
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
@@ -126,7 +124,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
     if (rc == 0)
         rc = arb_init(e);
     if (rc == 0 && c->coll_bypass)
-        rc = coll_attach(e);
+        rc = parts->coll_attach(e);
     e->tx_plain = !e->flow && e->rtr_pool == NULL &&
                   !(c->transport_caps & QUAY_CAP_MULTI_SEND);
     e->p2p_plain = e->rtr_pool == NULL && e->aslots == NULL;
@@ -146,8 +144,8 @@ static int channel_new(const quay_config *c, const quay_allocator *a,
 
 static void channel_free(quay_engine *e)
 {
-    if (e->coll_fini != NULL)
-        e->coll_fini(e);
+    if (e->coll.hooks != NULL)
+        e->coll.hooks->fini(e);
     context_free_heap(e);
     match_fini(e);
     out_fini(e);
@@ -165,7 +163,7 @@ static void channel_free(quay_engine *e)
     a.release(e, a.ctx);
 }
 
-int quay_engine_new(const quay_config *cfg, quay_engine **pe)
+int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **pe)
 {
     if (pe == NULL)
         return QUAY_EINVAL;
@@ -185,14 +183,14 @@ int quay_engine_new(const quay_config *cfg, quay_engine **pe)
         a.ctx = NULL;
     }
     quay_engine *root = NULL;
-    rc = channel_new(&c, &a, 0, NULL, &root);
+    rc = channel_new(&c, &a, parts, 0, NULL, &root);
     if (root == NULL)
         return rc;
     root->chans[0] = root;
     root->nchans = 1;
     for (uint32_t k = 1; rc == 0 && k < c.channels; k++) {
         quay_engine *ch = NULL;
-        rc = channel_new(&c, &a, (uint8_t)k, root, &ch);
+        rc = channel_new(&c, &a, parts, (uint8_t)k, root, &ch);
         if (ch != NULL)
             root->chans[root->nchans++] = ch;
     }
@@ -273,15 +271,11 @@ static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, 
 static void trace_wire(quay_engine *e, int kind, int32_t peer,
                        const uint8_t *b, size_t len, int code)
 {
-    if (e->flow) {
-        /* Name the engine packet inside a DATA frame; an ACK-only frame
-         * (or one too short to tell) carries none: type 0. */
-        if (len <= CHAN_FRAME_LEN || b[1] != CHAN_DATA) {
-            trace_pkt(e, kind, 0, peer, 0, 0, code);
-            return;
-        }
-        b += CHAN_FRAME_LEN;
-        len -= CHAN_FRAME_LEN;
+    if (e->flow && !e->link->frame_content(b, len, &b, &len)) {
+        /* An ACK-only frame (or one too short to tell) names no engine
+         * packet: type 0. */
+        trace_pkt(e, kind, 0, peer, 0, 0, code);
+        return;
     }
     int type = len >= 2 ? b[1] : 0;
     uint32_t seq = 0;
@@ -296,7 +290,7 @@ static quay_engine *packet_channel(quay_engine *root, const uint8_t *b, size_t l
 {
     if (root->nchans == 1 || len < 4)
         return root;
-    uint32_t ch = chan_frame_channel(b);
+    uint32_t ch = root->link != NULL ? root->link->frame_channel(b) : 0;
     return ch < root->nchans ? root->chans[ch] : root;
 }
 
@@ -336,7 +330,7 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
         return e->fatal ? e->fatal : rc; /* refused: it moved nothing */
     }
     if (coll_due(e))
-        e->coll_progress(e); /* the arrival finished steps: start the next */
+        e->coll.hooks->progress(e); /* the arrival finished steps: start the next */
     if (e->fatal)
         return e->fatal;
     return rc;
@@ -484,17 +478,17 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
         rc = QUAY_ESTATE; /* declared failed: nothing more from it counts */
     } else if (e->flow) {
         int content;
-        rc = chan_on_packet(e, peer, bytes, len, &content);
-        if (rc == CHAN_CONSUMED) {
+        rc = e->link->on_frame(e, peer, bytes, len, &content);
+        if (rc == LINK_CONSUMED) {
             e->st.pkts_in++;
             if (content != 0) /* the frame was taken, its content refused */
                 packet_refused(e, peer, bytes, len, content);
             if (coll_due(e))
-                e->coll_progress(e); /* (an ACK may have finished steps) */
+                e->coll.hooks->progress(e); /* (an ACK may have finished steps) */
             return e->fatal ? e->fatal : 0;
         }
     } else if (peer == e->rank) {
-        rc = QUAY_ESTATE; /* self traffic never travels (chan_on_packet: EPROTO) */
+        rc = QUAY_ESTATE; /* self traffic never travels (a link: EPROTO) */
     } else if (is_train(bytes, len)) {
         rc = train_arrival(e, peer, bytes, len);
     } else {
@@ -536,7 +530,7 @@ static int channel_on_time(quay_engine *e, uint64_t now_ns)
         e->now = now_ns;
     /* The core protocols keep no timers; flow control has retransmission. */
     if (e->flow)
-        chan_on_time(e);
+        e->link->on_time(e);
     return e->fatal;
 }
 
@@ -563,7 +557,7 @@ uint64_t quay_next_deadline(const quay_engine *e)
     for (uint32_t k = 0; k < e->nchans; k++) {
         const quay_engine *ch = e->chans[k];
         if (ch->flow && !ch->fatal) {
-            uint64_t t = chan_deadline(ch);
+            uint64_t t = ch->link->deadline(ch);
             if (t < d)
                 d = t;
         }
@@ -626,7 +620,7 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
         e = e->chans[ch]; /* channel 0 is the root: no read of chans[] */
     int rc = out_on_op_done(e, token, status);
     if (coll_due(e))
-        e->coll_progress(e);
+        e->coll.hooks->progress(e);
     return e->fatal ? e->fatal : rc;
 }
 

@@ -11,7 +11,6 @@
  * wildcard receives stay posted: another sender may still satisfy them.
  */
 #include "engine/internal.h"
-#include "flowctl/chan.h"
 
 static void fail_req(quay_engine *e, quay_req *r)
 {
@@ -90,7 +89,8 @@ void engine_peer_failed(quay_engine *e, int32_t peer)
     ps->nrtr = 0; /* its receives will never take our writes */
     arb_peer_failed(e, peer);
     /* Last: releasing descriptors lets the failed requests complete. */
-    chan_abandon(e, peer);
+    if (e->link != NULL)
+        e->link->abandon(e, peer); /* its queued and unacknowledged packets */
 }
 
 void engine_peer_hostile(quay_engine *root, int32_t peer, int code)
@@ -115,8 +115,8 @@ int quay_on_peer_failed(quay_engine *e, int32_t peer)
         if (ch->fatal)
             continue;
         engine_peer_failed(ch, peer);
-        if (!ql_empty(&ch->coll_ready) || ch->coll_npend != 0)
-            ch->coll_progress(ch); /* failed steps end their schedules */
+        if (coll_has_ready(&ch->coll))
+            ch->coll.hooks->progress(ch); /* failed steps end their schedules */
     }
     return e->fatal;
 }

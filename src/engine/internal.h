@@ -30,6 +30,8 @@
 
 #include <quay/quay.h>
 
+#include "engine/coll_port.h"
+#include "engine/link.h"
 #include "engine/list.h"
 #include "engine/mem.h"
 
@@ -494,8 +496,6 @@ struct quay_engine {
     qlink cq;            /* completed requests awaiting a COMPLETE action */
     qlink rdmaq;         /* one-sided requests waiting for their action */
     uint32_t rtrq_count;
-    uint32_t coll_npend; /* arrivals the collectives want to look at */
-    uint32_t coll_nemit; /* offload actions waiting to be pulled */
     uint32_t ndrain_blocked;
     rtr_ent *rtr_pool;   /* rtr_per_peer entries per peer */
     any_slot *aslots;    /* cfg.any_slots announced patterns (arbitrate.c) */
@@ -509,11 +509,8 @@ struct quay_engine {
     } *strikes;
     quay_comm *last_comm; /* lookup cache */
 
-    /* collectives (src/collectives): the engine only calls these hooks */
-    void (*coll_hook)(quay_engine *e, quay_req *r); /* an RF_COLL request is done */
-    void (*coll_progress)(quay_engine *e);          /* run schedules with work */
-    qlink coll_ready;    /* schedules with steps to start */
-    qlink coll_blocked;  /* ... that found no request or control slot */
+    coll_port coll;      /* collectives: their doorbell and hooks */
+    const link_ops *link;/* flow control (NULL: none), set at creation */
 
     match_state m;
     /* ---- end of the hot part */
@@ -545,17 +542,6 @@ struct quay_engine {
     uint64_t *aslot_bits;/* per slot: peers holding it, any_words words */
     uint32_t any_words;
 
-    void (*coll_fini)(quay_engine *e);              /* free them (engine free) */
-    int (*coll_emit)(quay_engine *e, quay_action *a); /* an offload action */
-    void (*coll_arrival)(quay_engine *e, quay_comm *twin, const struct quay_msg *m);
-    qlink coll_early;    /* schedules started by an arrival, not yet called */
-    struct coll_bypass *coll_byp; /* application bypass state, or NULL */
-    struct coll_offload *coll_off; /* offloading state (offload.c), or NULL */
-    qlink coll_active;   /* every running schedule */
-    uint32_t coll_nactive;
-    qlink coll_spare;    /* finished schedules kept with their arrays, so
-                            back-to-back collectives do not allocate */
-    uint32_t coll_nspare;
     uint32_t ncomms_user;/* communicators the user created (twins aside) */
 
     quay_comm *comms;
@@ -607,10 +593,6 @@ int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t s
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
 /** Cancel r (arguments checked by the caller), as quay_cancel. */
 int req_cancel(quay_engine *e, quay_req *r);
-/** Collectives (src/collectives/sched.c): install the engine's hooks at
- *  creation when the config needs them before any collective call
- *  (coll_bypass: arrivals must be seen). 0 or QUAY_ENOMEM. */
-int coll_attach(quay_engine *e);
 /** Create a communicator (quay_comm_create without the user's checks on
  *  ctx); internal marks a collective twin. */
 int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *world_ranks,
@@ -643,10 +625,10 @@ static inline void work_rare(quay_engine *e)
     e->rare = 1;
 }
 
-/* Collective schedules have steps ready to start (e->coll_progress). */
+/* Collective schedules have steps ready to start (coll_hooks.progress). */
 static inline int coll_due(const quay_engine *e)
 {
-    return e->rare && (!ql_empty(&e->coll_ready) || e->coll_npend != 0);
+    return e->rare && coll_has_ready(&e->coll);
 }
 
 static inline void req_set_state(quay_engine *e, quay_req *r, int to)
@@ -1044,12 +1026,6 @@ ctrl_item *ctrl_push(quay_engine *e, uint8_t pkt, int32_t peer, uint32_t sreq,
 /** Build request r's next packet into o; 1 if r has more to emit. */
 int req_emit(quay_req *r, qout *o);
 
-/** Release an outgoing descriptor whose packet is done (status 0) or
- *  abandoned (status < 0): the owning request makes progress. */
-void out_release(quay_engine *e, qout *o, int status);
-/** Fill a SEND action for o (framed or not). */
-void out_fill_send(quay_engine *e, qout *o, quay_action *a);
-qout *out_alloc(quay_engine *e);
 /* Return a descriptor to the free list. */
 static inline void out_put(quay_engine *e, qout *o)
 {
@@ -1127,15 +1103,9 @@ static inline void inline_out_put(quay_engine *e, qout *o)
 }
 
 /* ---- peer failure (failure.c) ------------------------------------------- */
-/** Declare `peer` failed: abandon its packets, complete every request that
- *  depends on it with QUAY_EPEER; other peers are untouched. */
-void engine_peer_failed(quay_engine *e, int32_t peer);
 /** Declare `peer` failed on every channel for what it sent (root engine):
  *  counted, traced (QUAY_TR_PEER_HOSTILE with `code`). */
 void engine_peer_hostile(quay_engine *root, int32_t peer, int code);
-/* The peer whose failure would fail request r (its specific source, its
- * destination, its transfer partner), or -1 (ANY_SOURCE, self, done). */
-int32_t req_waits_on(const quay_engine *e, const quay_req *r);
 
 /* ---- channel contexts (flowctl/context.c) -------------------------------- */
 /** 0 if the channel may switch context: flow control, healthy, quiesced,
@@ -1171,11 +1141,5 @@ void rdma_progress(quay_engine *e, quay_req *r);
 void *bsend_alloc(quay_engine *e, size_t len);
 void bsend_release(quay_engine *e, void *block);
 
-/* ---- internal dispatch used by quay_on_packet and loopback ---------------- */
-/** Handle a packet of total length `len` whose header starts at `b`. The
- *  payload follows the header in `b`, or is at `payload` when non-NULL
- *  (loopback: header and payload live in different buffers). */
-int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
-                const uint8_t *payload);
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

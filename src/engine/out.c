@@ -12,7 +12,6 @@
  * order (loopback), so self-sends run the same protocols.
  */
 #include "engine/internal.h"
-#include "flowctl/chan.h"
 
 int out_init(quay_engine *e)
 {
@@ -76,7 +75,7 @@ static ctrl_item ctrl_pop(quay_engine *e)
 /* Schedules wait for a request and a control slot (sched.c): both free? */
 static int coll_unblockable(const quay_engine *e)
 {
-    return !ql_empty(&e->coll_blocked) && e->req_free != NULL && ctrl_space(e);
+    return !ql_empty(&e->coll.blocked) && e->req_free != NULL && ctrl_space(e);
 }
 
 /* ---- descriptors ------------------------------------------------------------------- */
@@ -129,7 +128,7 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
     if (o->framed) {
         if (o->refs == 0)
             return QUAY_ESTATE; /* more op_dones than transmissions */
-        chan_on_op_done(e, o, status);
+        e->link->on_op_done(e, o, status);
     } else if (o->req == NULL && o->pkt == QUAY_PKT_EAGER) {
         inline_out_put(e, o); /* an inline send's: nothing waits on it */
     } else if (o->pkt == QUAY_PKT_EAGER && status >= 0 && o->req != NULL) {
@@ -403,7 +402,7 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
         return 0;
     }
     if (e->flow) {
-        chan_submit(e, o); /* the channel sends it when its turn comes */
+        e->link->submit(e, o); /* the link sends it when its turn comes */
         return 0;
     }
     fill_send(e, o, a);
@@ -414,17 +413,17 @@ static int hand_out(quay_engine *e, qout *o, quay_action *a)
  * give an action now ... */
 static int rare_ready(const quay_engine *e)
 {
-    return e->ndrain_blocked != 0 || !ql_empty(&e->coll_ready) || coll_unblockable(e) ||
-           e->coll_nemit != 0 || e->coll_npend != 0 || e->rtrq_count != 0 ||
-           (!e->quiesced && !ql_empty(&e->rdmaq)) || (e->flow && chan_has_work(e));
+    return e->ndrain_blocked != 0 || coll_has_ready(&e->coll) || coll_unblockable(e) ||
+           e->coll.nemit != 0 || e->rtrq_count != 0 ||
+           (!e->quiesced && !ql_empty(&e->rdmaq)) || (e->flow && e->link->has_work(e));
 }
 
 /* ... or holding anything at all, ready or not (e->rare stays set while
  * they do: a blocked schedule becomes ready when a request is freed). */
 static int rare_pending(const quay_engine *e)
 {
-    return e->flow || e->ndrain_blocked != 0 || !ql_empty(&e->coll_ready) ||
-           !ql_empty(&e->coll_blocked) || e->coll_nemit != 0 || e->coll_npend != 0 ||
+    return e->flow || e->ndrain_blocked != 0 || coll_has_ready(&e->coll) ||
+           !ql_empty(&e->coll.blocked) || e->coll.nemit != 0 ||
            e->rtrq_count != 0 || !ql_empty(&e->rdmaq);
 }
 
@@ -517,17 +516,15 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
     if (e->rare) {
         if (e->ndrain_blocked)
             seq_retry_blocked(e);
-        if (coll_unblockable(e))
-            ql_splice_tail(&e->coll_ready, &e->coll_blocked);
-        if (coll_due(e))
-            e->coll_progress(e);
+        if (coll_unblockable(e) || coll_due(e))
+            e->coll.hooks->progress(e); /* (it takes the unblocked back) */
     }
     const quay_req *first_waiting = NULL; /* txq: first one not in turn */
     int txq_waits = 0;                    /* ... met again: the rest wait */
     for (;;) {
         if (e->loop_head != NULL)
             loop_run(e);
-        if (e->flow && chan_pull(e, a))
+        if (e->flow && e->link->pull(e, a))
             return 1;
         if (out_avail(e) && e->ctrl_count != 0) {
             ctrl_item it = ctrl_pop(e);
@@ -593,7 +590,7 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
             }
             continue;
         }
-        if (e->coll_nemit != 0 && e->coll_emit(e, a))
+        if (e->coll.nemit != 0 && e->coll.hooks->pull(e, a))
             return 1;
         if ((n = ql_first(&e->cq)) != NULL) {
             quay_req *r = QUAY_CONTAINER_OF(n, quay_req, clink);

@@ -51,7 +51,7 @@ void req_complete_rest(quay_engine *e, quay_req *r)
         if (r->flags & RF_INTERNAL)
             bsend_release(e, r->bsend_block);
         if (r->flags & RF_COLL) {
-            e->coll_hook(e, r); /* reads the status, then lets it go */
+            e->coll.hooks->on_req_done(e, r); /* reads the status, then lets it go */
             req_release(e, r);
             return;
         }

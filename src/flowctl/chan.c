@@ -724,3 +724,34 @@ int quay_channel_is_stable(const quay_engine *e)
     }
     return 1;
 }
+
+/* ---- the engine's view: the link table ------------------------------------------- */
+
+static uint32_t frame_channel(const uint8_t *b)
+{
+    return chan_frame_channel(b);
+}
+
+static int frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size_t *pkt_len)
+{
+    if (len <= CHAN_FRAME_LEN || b[1] != CHAN_DATA)
+        return 0;
+    *pkt = b + CHAN_FRAME_LEN;
+    *pkt_len = len - CHAN_FRAME_LEN;
+    return 1;
+}
+
+const link_ops chan_link = {
+    .name = "ack/nack+credit",
+    .reset = chan_init,
+    .submit = chan_submit,
+    .pull = chan_pull,
+    .has_work = chan_has_work,
+    .on_frame = chan_on_packet,
+    .on_op_done = chan_on_op_done,
+    .on_time = chan_on_time,
+    .deadline = chan_deadline,
+    .abandon = chan_abandon,
+    .frame_channel = frame_channel,
+    .frame_content = frame_content,
+};

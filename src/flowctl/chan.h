@@ -51,7 +51,11 @@ int chan_has_work(const quay_engine *e);
 /** chan_on_packet: the frame was taken by the channel itself (ACK-only,
  *  duplicate, out of order, refused and NACKed): success, but no engine
  *  packet came in. */
-#define CHAN_CONSUMED 1
+#define CHAN_CONSUMED LINK_CONSUMED
+
+/** The link the engine reaches these through (link.h): both policies,
+ *  ACK/NACK and credits, chosen by e->flow. */
+extern const link_ops chan_link;
 
 /** A framed packet arrived from `peer`: 0 (its engine packet was taken),
  *  CHAN_CONSUMED (with *content the engine's refusal of a sequenced

@@ -19,12 +19,10 @@ int context_switchable(const quay_engine *e)
         return e->fatal;
     if (quay_channel_is_stable(e) != 1 || e->loop_head != NULL)
         return QUAY_EBUSY;
-    if (e->coll_nactive != 0)
-        return QUAY_EBUSY; /* a collective schedule is running */
-    if (!ql_empty(&e->coll_early))
-        return QUAY_EBUSY; /* one started by an arrival (bypass) awaits its
-                              call: ended (failed) it is no longer running,
-                              but its request is, and schedules are not saved */
+    if (e->coll.hooks != NULL && e->coll.hooks->busy(e))
+        return QUAY_EBUSY; /* a collective schedule is running, or one
+                              started by an arrival (bypass) awaits its
+                              call: schedules are not saved */
     return 0;
 }
 

@@ -1,0 +1,24 @@
+/*
+ * engine.h — what the composition root (src/quay.c) needs to build an
+ * engine: the parts that live above and below it, plugged in at creation
+ * so the engine never names them.
+ */
+#ifndef QUAY_ENGINE_ENGINE_H
+#define QUAY_ENGINE_ENGINE_H
+
+#include <quay/quay.h>
+
+#include "engine/link.h"
+
+typedef struct engine_parts {
+    /** The link every channel uses when cfg.flow is not QUAY_FLOW_NONE. */
+    const link_ops *link;
+    /** Called at creation when cfg.coll_bypass is set (the collectives
+     *  must see arrivals before any collective call): 0 or QUAY_ENOMEM. */
+    int (*coll_attach)(quay_engine *e);
+} engine_parts;
+
+/** quay_engine_new with its parts: the same contract (quay.h). */
+int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **pe);
+
+#endif /* QUAY_ENGINE_ENGINE_H */
