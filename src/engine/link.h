@@ -20,6 +20,10 @@
 struct qout;
 struct quay_req;
 
+/* Bytes reserved in front of every engine header for a link's frame
+ * (used only with flow control). */
+#define CHAN_FRAME_LEN 20
+
 /** link_ops.on_frame: the frame was taken by the link itself (ACK-only,
  *  duplicate, out of order, refused and NACKed): success, but no engine
  *  packet came in. */

@@ -1,0 +1,158 @@
+/*
+ * rtr.h — receiver-initiated transfers (rtr.c) and ANY_SOURCE arbitration
+ * (arbitrate.c): the sender's RTR tables, the sequenced control queue,
+ * announcement slots.
+ */
+#include "engine/internal.h" /* (outside the guard: internal.h includes this
+                                 file after the engine's struct) */
+
+#ifndef QUAY_ENGINE_RTR_H
+#define QUAY_ENGINE_RTR_H
+
+/* A sender's record of one RTR (rtr.c): a receive delegated to us. */
+typedef struct rtr_ent {
+    uint32_t ctx;
+    int32_t src;      /* the receiver's comm rank (it claims) */
+    int32_t tag;      /* tag or QUAY_ANY_TAG */
+    uint32_t rreq;
+    uint32_t x;       /* envelopes from x on may have been meant for it */
+    uint8_t live;     /* 0: an envelope we sent may match it first */
+    uint8_t any;      /* an ANY_SOURCE announcement (ENA_ANY): rreq is its
+                         id; a send that meets it first raises a flag */
+    uint64_t cap;
+    uint64_t key;
+} rtr_ent;
+
+/* An envelope we sent, for RTRs that arrive after it (rtr.c). */
+typedef struct rtr_logent {
+    uint32_t seq;
+    uint32_t ctx;
+    int32_t tag;
+} rtr_logent;
+#define RTR_LOG 16
+
+/* Sequenced control work (RTRs and the arbitration packets), numbered
+ * when it goes out: pure data, encoded at pull. */
+typedef struct rtr_item {
+    uint8_t pkt;      /* QUAY_PKT_RTR, ENA_ANY, RTR_ANY, DISABLE_ANY */
+    uint8_t flags;    /* RTR: 0 (delegate), WIRE_F_REVOKE, WIRE_F_CANCEL;
+                         DISABLE_ANY: WIRE_F_DROP */
+    int32_t peer;
+    uint32_t rreq;
+    uint32_t sreq;    /* RTR_ANY, DISABLE_ANY: the flag's send */
+    uint32_t slot;    /* ENA_ANY, DISABLE_ANY: the announcement id */
+    uint32_t ctx;
+    int32_t src;      /* our comm rank */
+    int32_t tag;
+    uint64_t cap;
+    uint64_t key;
+} rtr_item;
+
+/* A receiver's announced wildcard pattern (arbitrate.c). */
+typedef struct any_slot {
+    uint32_t ctx;
+    int32_t tag;       /* tag or QUAY_ANY_TAG */
+    int32_t src;       /* our rank in the communicator */
+    uint32_t gen;      /* in its id (24 bits): a reused slot is new */
+    uint32_t npending; /* RECV_ANY receives that use it */
+    uint64_t used;     /* post stamp of its last receive (evict the oldest) */
+    uint8_t in_use;    /* 0, SLOT_LIVE, or SLOT_STALE: its communicator
+                          was freed; it awaits withdrawal, first to go */
+} any_slot;
+#define SLOT_LIVE 1
+#define SLOT_STALE 2
+#define ANY_ID(i, gen) ((uint32_t)(gen) << 8 | (uint32_t)((i) + 1))
+#define ANY_IDX(id) (((id) & 0xFFu) - 1u)
+
+/* Receiver-initiated transfers (rtr.c). */
+int rtr_init(quay_engine *e);
+void rtr_fini(quay_engine *e);
+/** Point the peers at their tables, all empty (creation, context reset,
+ *  restore: envelopes sent before make older RTRs dead on arrival). */
+void rtr_attach(quay_engine *e);
+/** Receiver: delegate the receive being posted to its source if allowed
+ *  (sets RECV_RTR); else it stays RECV_POSTED. Call before posting. */
+void rtr_delegate(quay_engine *e, quay_req *r);
+/** Receiver: r (RECV_RTR) leaves the delegation (matched here, cancelled
+ *  or failed): its region goes, the sender is told if it holds the RTR. */
+void rtr_undelegate(quay_engine *e, quay_req *r);
+/** Sender: a send being started; 1 if it took an RTR (SEND_WRITE, on its
+ *  way), 0 if it goes as an envelope (logged, RTRs it may match killed). */
+int rtr_send(quay_engine *e, quay_req *r);
+/** Remove entry i of a sender's RTR table (RTR or announcement), keeping
+ *  the order of the rest. */
+void rtr_ent_remove(peer_state *ps, uint32_t i);
+/** Sender: r writes into the receiver's buffer (key, capacity `cap`) and
+ *  then sends SC: a taken RTR or a claim (RTR_ANY). */
+void rtr_write_start(quay_engine *e, quay_req *r, uint32_t rreq, uint64_t key, uint64_t cap);
+/** The header an RTR-queue item encodes (without its sequence number and,
+ *  for a delegation, x): rtrq_emit and the snapshot's check share it. */
+void rtr_item_hdr(const rtr_item *it, wire_hdr *h);
+/** Sequenced RTR / SC in order from `peer`: 0, or QUAY_ESTATE. */
+int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m);
+int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
+/** Receiver: the verdict on an RTR cancel. */
+int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** Receiver: cancel a delegated receive (asks the sender). */
+void rtr_cancel(quay_engine *e, quay_req *r);
+/** Build the next queued RTR into o; 0 if the item was moot (skipped). */
+int rtrq_emit(quay_engine *e, qout *o);
+
+/** Sender: an envelope is about to go to r->peer: kill the RTRs it may
+ *  match and log it (no-op without rtr). */
+void rtr_envelope(quay_engine *e, quay_req *r);
+
+/* ANY_SOURCE arbitration (arbitrate.c). */
+int arb_init(quay_engine *e);
+void arb_fini(quay_engine *e);
+/** Forget every announcement and flag (with rtr_attach). */
+void arb_reset(quay_engine *e);
+/** Receiver: announce the wildcard receive being posted if allowed (sets
+ *  RECV_ANY); else it stays RECV_POSTED. Call before posting. */
+void arb_post(quay_engine *e, quay_req *r);
+/** Receiver: r leaves the posted queue's remote-memory duties (matched
+ *  by an envelope, cancelled, failed): its internal region (delegated or
+ *  announced) goes and its announcement slot, if any, is told. */
+void arb_release(quay_engine *e, quay_req *r);
+/** Receiver: a posted receive (RECV_POSTED, RECV_RTR or RECV_ANY) leaves
+ *  the queue and completes cancelled (cancel.c). */
+void recv_unpost_cancelled(quay_engine *e, quay_req *r);
+/** Receiver: cancel r (RECV_ANY): now if unclaimed; a claimed one was
+ *  matched, so the cancel fails (its SC completes it). */
+void arb_cancel(quay_engine *e, quay_req *r);
+/** Sender: 1 if r must wait behind a send of its peer in arbitration
+ *  (then it is queued, SEND_QUEUED). */
+int arb_must_queue(quay_engine *e, quay_req *r);
+/** Sender: r meets announcement t first in line: raise the flag (1), or
+ *  0 if r goes as an envelope (eager sizes). */
+int arb_flag(quay_engine *e, quay_req *r, const rtr_ent *t);
+/** Sender: r (SEND_ANY or SEND_QUEUED) ends without an answer (failed):
+ *  its place goes to the next send. */
+void arb_detach(quay_engine *e, quay_req *r);
+/** Sender: cancel r (SEND_ANY or SEND_QUEUED). */
+void arb_cancel_send(quay_engine *e, quay_req *r);
+/** Sequenced arbitration packet (and SC for a claimed receive) from peer,
+ *  in order: 0, QUAY_EAGAIN (no room to answer: offer again) or
+ *  QUAY_ESTATE. */
+int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m);
+/** Receiver: communicator ctx is freed: withdraw its announcements. */
+void arb_comm_freed(quay_engine *e, uint32_t ctx);
+/** Peer failure: its flags, claims and announcements go. */
+void arb_peer_failed(quay_engine *e, int32_t peer);
+/** Receiver: an SC wrote r's data (delegated or claimed): status from
+ *  the SC (length, truncation, the sender's status), then complete. */
+void rtr_sc_complete(quay_engine *e, quay_req *r, const umsg *m);
+/** Queue a sequenced control item (caller checked rtrq space; a full
+ *  queue is a quay bug: the engine turns fatal, nothing is overwritten). */
+rtr_item *rtrq_push_item(quay_engine *e, uint8_t pkt, int32_t peer);
+/* An item answering a peer's ANY_FLAG (arbitrate.c on_flag): its claim
+ * (RTR_ANY) or its decline (DISABLE_ANY naming the flag's send). */
+static inline int rtr_item_answers_flag(const rtr_item *it)
+{
+    return it->pkt == QUAY_PKT_RTR_ANY || (it->pkt == QUAY_PKT_DISABLE_ANY && it->sreq != 0);
+}
+/** Free places in the sequenced control queue. */
+static inline uint32_t rtrq_room(const quay_engine *e) { return e->rtrq_cap - e->rtrq_count; }
+
+#endif /* QUAY_ENGINE_RTR_H */
