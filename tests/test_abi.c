@@ -90,10 +90,37 @@ static void t_stats(void)
     quay_engine_free(e);
 }
 
+static void t_actions(void)
+{
+    quay_config c;
+    quay_config_default(&c);
+    c.nranks = 2;
+    quay_engine *e = NULL;
+    is_int(quay_engine_new(&c, &e), 0);
+    quay_comm *w = NULL;
+    is_int(quay_comm_create(e, 1, 2, NULL, &w), 0);
+    static const char msg[8] = "layout1";
+    quay_req *r = NULL;
+    is_int(quay_isend(e, w, msg, sizeof msg, 1, 5, QUAY_SEND_STANDARD, &r), 0);
+    quay_action a;
+    memset(&a, 0xAA, sizeof a);
+    /* An unknown layout: refused, nothing written, nothing taken. */
+    is_int(quay_next_action_versioned(e, QUAY_ACTION_VERSION + 1, &a), QUAY_EVERSION);
+    is_int(quay_next_action_versioned(e, 0, &a), QUAY_EVERSION);
+    ok(((unsigned char *)&a)[0] == 0xAA);
+    /* This header's layout: the action quay_next_action would give. */
+    is_int(quay_next_action_versioned(e, QUAY_ACTION_VERSION, &a), 1);
+    is_int(a.kind, QUAY_ACT_SEND);
+    is_int(a.peer, 1);
+    is_int(quay_next_action_versioned(NULL, QUAY_ACTION_VERSION, &a), QUAY_EINVAL);
+    quay_engine_free(e);
+}
+
 int main(void)
 {
     subtest("quay_version", t_version);
     subtest("quay_config by layout", t_config);
     subtest("quay_stats by layout", t_stats);
+    subtest("quay_action by layout", t_actions);
     return harness_done_testing();
 }

@@ -1107,6 +1107,18 @@ QUAY_API int quay_has_actions(const quay_engine *e);
  */
 QUAY_API int quay_next_action(quay_engine *e, quay_action *a);
 
+/** The layout of quay_action this header declares. A layout's version is
+ *  in its entry point's name: quay_next_action fills layout 1. When the
+ *  layout changes, quay_next_action becomes a macro over
+ *  quay_next_action_v2 and the library keeps the old entry point for
+ *  programs built before, so the hot call never tests a version. */
+#define QUAY_ACTION_VERSION 1
+
+/** quay_next_action for a layout chosen at run time (bindings): fills *a
+ *  as layout `version` declares it. QUAY_EVERSION for a layout this
+ *  library does not know; otherwise as quay_next_action. */
+QUAY_API int quay_next_action_versioned(quay_engine *e, int version, quay_action *a);
+
 /* ------------------------------------------------------------------ */
 /* Introspection: trace hook, states, statistics                        */
 /* ------------------------------------------------------------------ */

@@ -79,6 +79,13 @@ void(quay_engine_stats)(const quay_engine *e, quay_stats *st)
     (void)quay_engine_stats_versioned(e, QUAY_STATS_VERSION, st);
 }
 
+int quay_next_action_versioned(quay_engine *e, int version, quay_action *a)
+{
+    if (version != 1)
+        return QUAY_EVERSION; /* (layout 1 is the only one so far) */
+    return quay_next_action(e, a);
+}
+
 uint32_t quay_version(const char **str)
 {
     if (str != NULL)
