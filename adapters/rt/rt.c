@@ -17,7 +17,6 @@
 #include "qrt_env.h"
 #include "qrt_shm.h"
 #include "qrt_tcp.h"
-#include "qrt_transport.h"
 
 /* A blocked wait sleeps at most this long per step; the transport wakes
  * it earlier on any arrival (and caps it at its own liveness interval). */
@@ -41,8 +40,8 @@ enum { PEER_OPEN = 0, PEER_BYE = 1, PEER_FAILED = 2 };
 struct qrt {
     quay_engine *e;
     quay_comm *world;
-    qrt_transport *t;
-    qrt_sink sink;
+    quay_transport *t;
+    quay_transport_sink sink;
     int32_t rank;
     int32_t size;
     uint32_t spin;        /* oversubscribed: idle polls before blocking */
@@ -544,13 +543,13 @@ int qrt_init(const quay_config *base, qrt **prt)
         if (rt->peer == NULL)
             rc = QUAY_ENOMEM;
     }
-    rt->sink = (qrt_sink){rt,
-                          sink_packet,
-                          sink_op_done,
-                          sink_mem_resolve,
-                          sink_mem_atomic,
-                          sink_peer_bye,
-                          sink_peer_failed};
+    rt->sink = (quay_transport_sink){.ctx = rt,
+                                     .packet = sink_packet,
+                                     .op_done = sink_op_done,
+                                     .mem_resolve = sink_mem_resolve,
+                                     .mem_atomic = sink_mem_atomic,
+                                     .peer_bye = sink_peer_bye,
+                                     .peer_failed = sink_peer_failed};
     if (rc == 0)
         rc = open_transport(rt);
     if (rc == 0) {
