@@ -1,7 +1,7 @@
 /*
  * quayrun — start N ranks of a quay program on this host.
  *
- *   quayrun -n N [--transport shm|tcp] [--grace SECONDS] [--] prog [args...]
+ *   quayrun -n N [--transport shm|tcp|PATH] [--grace SECONDS] [--] prog [args...]
  *
  * shm (the default): it makes the shared segment (a memfd: nothing to
  * clean up however the job ends), forks and execs N copies of prog with
@@ -21,6 +21,15 @@
  * to every rank's dead-rank pipe (QUAY_TCP_DEAD_FD), so that nobody waits
  * for it until the connect limit.
  *
+ * PATH (anything with a '/'): an adapter library (<quay/quay_adapter.h>)
+ * that every rank loads (QUAY_TRANSPORT=PATH, made absolute). Its ranks
+ * meet by themselves; quayrun gives them QUAY_JOB_DIR, a directory of
+ * their own (mode 0700, under $TMPDIR or /tmp) to meet in, and removes it
+ * with what they left there once every rank has ended.
+ *
+ * Without --transport, QUAY_TRANSPORT from quayrun's environment says
+ * which (shm if it is unset).
+ *
  * SIGINT, SIGTERM and SIGHUP sent to quayrun are passed on to the ranks.
  * If a rank fails
  * (non-zero status or killed by a signal), the others get a grace period
@@ -38,8 +47,10 @@
  * default 256, smaller for large N), QUAY_SHM_CTL_KB (RDMA request ring,
  * default 16).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +88,9 @@ typedef struct job {
     int signals;      /* forwarded so far */
     double deadline;  /* kill the rest at this time (0: none) */
     int tcp;          /* --transport tcp */
+    int lib;          /* --transport PATH: an adapter library */
+    char *adapter;    /* lib: its absolute path */
+    char jobdir[PATH_MAX]; /* lib: QUAY_JOB_DIR ("" until made) */
     qshm_seg seg;     /* shm */
     int *listen_fd;   /* tcp: per rank, until its fork */
     int *dead_w;      /* tcp: per rank, its dead-rank pipe (-1: closed) */
@@ -92,10 +106,15 @@ typedef struct job {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: quayrun -n N [--transport shm|tcp] [--grace SECONDS] [--] prog [args...]\n"
+    fprintf(f, "usage: quayrun -n N [--transport shm|tcp|PATH] [--grace SECONDS] [--] prog "
+               "[args...]\n"
                "  -n, --np N        number of ranks (1..%d)\n"
                "  --transport shm   shared memory on this host (the default)\n"
                "  --transport tcp   TCP sockets (on QUAY_TCP_ADDR, default 127.0.0.1)\n"
+               "  --transport PATH  an adapter library each rank loads (a path with a '/',\n"
+               "                    e.g. ./libquay_uds.so); QUAY_JOB_DIR is the job's own\n"
+               "                    directory, removed at the end\n"
+               "                    (without --transport: $QUAY_TRANSPORT, else shm)\n"
                "  --grace SECONDS   after a rank fails, how long the others may still run\n"
                "                    before they are killed (default %g)\n",
             MAX_RANKS, GRACE_DEFAULT_S);
@@ -137,7 +156,9 @@ static int parse(job *j, int argc, char **argv)
 {
     int i;
     j->n = 0;
-    j->transport = "shm";
+    j->transport = getenv("QUAY_TRANSPORT");
+    if (j->transport == NULL || *j->transport == '\0')
+        j->transport = "shm";
     j->grace_s = GRACE_DEFAULT_S;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -185,9 +206,17 @@ static int parse(job *j, int argc, char **argv)
         j->n = (int)n;
     }
     j->tcp = strcmp(j->transport, "tcp") == 0;
-    if (!j->tcp && strcmp(j->transport, "shm") != 0) {
-        fprintf(stderr, "quayrun: --transport %s: unknown transport (known: shm, tcp)\n",
+    j->lib = strchr(j->transport, '/') != NULL;
+    if (!j->tcp && !j->lib && strcmp(j->transport, "shm") != 0) {
+        fprintf(stderr,
+                "quayrun: --transport %s: unknown transport (known: shm, tcp, or the path of "
+                "an adapter library, such as ./libquay_uds.so)\n",
                 j->transport);
+        return 2;
+    }
+    /* Absolute: a rank that changes directory still finds it. */
+    if (j->lib && (j->adapter = realpath(j->transport, NULL)) == NULL) {
+        fprintf(stderr, "quayrun: --transport %s: %s\n", j->transport, strerror(errno));
         return 2;
     }
     if (j->n == 0 || i >= argc) {
@@ -235,7 +264,7 @@ static int ring_sizes(int n, uint64_t *ring, uint64_t *ctl)
 static const char *const OURS[] = {
     "QUAY_RANK=",      "QUAY_SIZE=",       "QUAY_TRANSPORT=", "QUAY_SHM_FD=",
     "QUAY_TCP_FD=",    "QUAY_TCP_PEERS=",  "QUAY_TCP_JOB=",   "QUAY_TCP_JOB_FD=",
-    "QUAY_TCP_DEAD_FD="};
+    "QUAY_TCP_DEAD_FD=", "QUAY_JOB_DIR="};
 #define NOURS (sizeof OURS / sizeof OURS[0])
 
 /* The environment of rank r: ours without any of OURS, then the rank's
@@ -320,7 +349,7 @@ static void reaped(job *j, int r, int st)
     if (j->pidfd[r] >= 0)
         close(j->pidfd[r]); /* also leaves the epoll set */
     j->pidfd[r] = -1;
-    if (!j->tcp)
+    if (!j->tcp && !j->lib)
         qshm_seg_mark_exited(&j->seg, (uint32_t)r);
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
@@ -533,8 +562,74 @@ static int start_tcp(job *j, const sigset_t *oldmask)
     return rc;
 }
 
+/* An adapter library: each rank gets its path, rank, size and the job's
+ * directory; the ranks meet by themselves. */
+static int start_lib(job *j, const sigset_t *oldmask)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    int err = 0;
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    if (snprintf(dir, sizeof dir, "%s/quayrun-XXXXXX", tmp) >= (int)sizeof dir)
+        err = ENAMETOOLONG;
+    else if (mkdtemp(dir) == NULL) /* mode 0700: the user's alone */
+        err = errno;
+    if (err != 0) {
+        fprintf(stderr, "quayrun: cannot make the job directory in %s: %s\n", tmp,
+                strerror(err));
+        return -1;
+    }
+    memcpy(j->jobdir, dir, sizeof dir);
+    size_t cap = strlen(j->adapter) + sizeof dir + 32;
+    char *lib = malloc(cap), *jd = malloc(cap);
+    char set[2][40];
+    char *sets[4] = {set[0], set[1], lib, jd};
+    int rc = 0;
+    if (lib == NULL || jd == NULL) {
+        fprintf(stderr, "quayrun: out of memory\n");
+        rc = -1;
+    } else {
+        snprintf(lib, cap, "QUAY_TRANSPORT=%s", j->adapter);
+        snprintf(jd, cap, "QUAY_JOB_DIR=%s", j->jobdir);
+    }
+    for (int r = 0; r < j->n && rc == 0; r++) {
+        snprintf(set[0], sizeof set[0], "QUAY_RANK=%d", r);
+        snprintf(set[1], sizeof set[1], "QUAY_SIZE=%d", j->n);
+        rc = spawn(j, oldmask, r, NULL, 0, sets, 4);
+    }
+    free(lib);
+    free(jd);
+    return rc;
+}
+
+/* The job directory and what the ranks left in it (files, sockets, empty
+ * directories: an adapter makes no deeper tree). */
+static void remove_jobdir(job *j)
+{
+    if (j->jobdir[0] == '\0')
+        return;
+    DIR *d = opendir(j->jobdir);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno == EISDIR)
+                (void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+    }
+    if (rmdir(j->jobdir) != 0)
+        fprintf(stderr, "quayrun: cannot remove the job directory %s: %s\n", j->jobdir,
+                strerror(errno));
+    j->jobdir[0] = '\0';
+}
+
 static int start(job *j, const sigset_t *oldmask)
 {
+    if (j->lib)
+        return start_lib(j, oldmask);
     return j->tcp ? start_tcp(j, oldmask) : start_shm(j, oldmask);
 }
 
@@ -666,10 +761,13 @@ int main(int argc, char **argv)
         kill_all(&j, SIGKILL);
         while (wait(NULL) > 0)
             ;
+        remove_jobdir(&j);
         return 1;
     }
     run(&j);
-    if (!j.tcp)
+    remove_jobdir(&j);
+    free(j.adapter);
+    if (!j.tcp && !j.lib)
         qshm_seg_detach(&j.seg);
     for (int r = 0; r < j.n; r++) {
         if (j.pidfd[r] >= 0)

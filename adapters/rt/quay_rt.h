@@ -26,7 +26,11 @@
  *                          is set (Hydra's mpiexec), else a singleton,
  *                          rank 0 of 1
  *   QUAY_TRANSPORT         "shm" or "tcp" (adapters/sockets/qrt_tcp.h);
- *                          default shm, tcp under a PMI process manager
+ *                          default shm, tcp under a PMI process manager;
+ *                          or the path of an adapter library (any value
+ *                          with a '/'), loaded with dlopen: its exported
+ *                          quay_transport_open opens the transport
+ *                          (<quay/quay_adapter.h>, docs/adapters.md)
  *   QUAY_EAGER_MAX         quay_config.eager_max (bytes)
  *   QUAY_FRAG_SIZE         quay_config.frag_size (bytes)
  *   QUAY_RNDV              auto | copy | get | put (quay_config.rndv_mode)
@@ -80,8 +84,11 @@ typedef struct qrt qrt;
  * 512 KiB when the transport can do single-copy transfers (fewer round
  * trips per large message), else 64 KiB.
  * Returns 0, QUAY_EINVAL (bad environment; a message went to stderr),
- * QUAY_ENOTSUP (transport not available), QUAY_EPEER (a rank died during
- * start-up), or the engine's error.
+ * QUAY_ENOTSUP (transport not available: for an adapter library, it
+ * cannot be loaded or exports no quay_transport_open), QUAY_EVERSION (an
+ * adapter built for a transport ABI this runtime does not take), QUAY_EPEER
+ * (a rank died during start-up), the adapter's own open error, or the
+ * engine's error.
  */
 QRT_API int qrt_init(const quay_config *base, qrt **prt);
 
@@ -93,7 +100,7 @@ QRT_API int32_t qrt_size(const qrt *rt);
 /** The QUAY_CAP_* flags the engine was given (e.g. whether rendezvous
  *  data moves single-copy: QUAY_CAP_RDMA_GET). */
 QRT_API uint32_t qrt_caps(const qrt *rt);
-/** The transport's name ("shm", "tcp"). */
+/** The transport's name ("shm", "tcp", or an adapter's ops->name). */
 QRT_API const char *qrt_transport_name(const qrt *rt);
 
 /**

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "pmi_client.h"
+#include "qrt_adapter.h"
 #include "qrt_env.h"
 #include "qrt_shm.h"
 #include "qrt_tcp.h"
-#include "qrt_transport.h"
 
 /* A blocked wait sleeps at most this long per step; the transport wakes
  * it earlier on any arrival (and caps it at its own liveness interval). */
@@ -41,8 +41,9 @@ enum { PEER_OPEN = 0, PEER_BYE = 1, PEER_FAILED = 2 };
 struct qrt {
     quay_engine *e;
     quay_comm *world;
-    qrt_transport *t;
-    qrt_sink sink;
+    quay_transport *t;
+    quay_transport_sink sink;
+    void *adapter;        /* the transport's library (QUAY_TRANSPORT=path) */
     int32_t rank;
     int32_t size;
     uint32_t spin;        /* oversubscribed: idle polls before blocking */
@@ -493,12 +494,15 @@ static int open_tcp(qrt *rt)
 }
 
 /* QUAY_TRANSPORT, or what the launcher implies: quayrun sets it; under a
- * PMI process manager ranks may be on several hosts, so TCP. */
+ * PMI process manager ranks may be on several hosts, so TCP. A value with
+ * a '/' is an adapter library (qrt_adapter.h). */
 static int open_transport(qrt *rt)
 {
     const char *name = getenv("QUAY_TRANSPORT");
     if (name == NULL || *name == '\0')
         name = rt->pmi != NULL && rt->size > 1 ? "tcp" : "shm";
+    if (qrt_adapter_is_path(name))
+        return qrt_adapter_open(name, rt->rank, rt->size, &rt->sink, &rt->t, &rt->adapter);
     if (strcmp(name, "tcp") == 0)
         return open_tcp(rt);
     if (strcmp(name, "shm") == 0) {
@@ -509,7 +513,10 @@ static int open_transport(qrt *rt)
         }
         return qrt_shm_open(rt->rank, rt->size, &rt->sink, &rt->t);
     }
-    fprintf(stderr, "quay: QUAY_TRANSPORT=\"%s\": unknown transport (known: shm, tcp)\n", name);
+    fprintf(stderr,
+            "quay: QUAY_TRANSPORT=\"%s\": unknown transport (known: shm, tcp, or the path "
+            "of an adapter library, such as ./libquay_uds.so)\n",
+            name);
     return QUAY_EINVAL;
 }
 
@@ -517,6 +524,7 @@ static void rt_free(qrt *rt)
 {
     if (rt->t != NULL)
         rt->t->ops->close(rt->t);
+    qrt_adapter_unload(rt->adapter); /* (after close: its code is in there) */
     quay_engine_free(rt->e); /* frees the world communicator too */
     if (rt->pmi != NULL)
         qpmi_finalize(rt->pmi);
@@ -544,13 +552,13 @@ int qrt_init(const quay_config *base, qrt **prt)
         if (rt->peer == NULL)
             rc = QUAY_ENOMEM;
     }
-    rt->sink = (qrt_sink){rt,
-                          sink_packet,
-                          sink_op_done,
-                          sink_mem_resolve,
-                          sink_mem_atomic,
-                          sink_peer_bye,
-                          sink_peer_failed};
+    rt->sink = (quay_transport_sink){.ctx = rt,
+                                     .packet = sink_packet,
+                                     .op_done = sink_op_done,
+                                     .mem_resolve = sink_mem_resolve,
+                                     .mem_atomic = sink_mem_atomic,
+                                     .peer_bye = sink_peer_bye,
+                                     .peer_failed = sink_peer_failed};
     if (rc == 0)
         rc = open_transport(rt);
     if (rc == 0) {

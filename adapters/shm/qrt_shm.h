@@ -12,13 +12,13 @@
 #ifndef QRT_SHM_H
 #define QRT_SHM_H
 
-#include "qrt_transport.h"
+#include <quay/quay_adapter.h>
 
 /** Open the shm transport for `rank` of `size`: from QUAY_SHM_FD, or a
  *  private segment when size is 1 and no segment was given. Meets every
  *  other rank (two start-up barriers in the segment) before it returns.
  *  0, QUAY_EINVAL (bad environment or segment; message on stderr),
  *  QUAY_EPEER (a rank exited before it arrived), QUAY_ENOMEM. */
-int qrt_shm_open(int32_t rank, int32_t size, const qrt_sink *sink, qrt_transport **pt);
+int qrt_shm_open(int32_t rank, int32_t size, const quay_transport_sink *sink, quay_transport **pt);
 
 #endif /* QRT_SHM_H */

@@ -157,7 +157,7 @@ int shm_try_ctl(shm_t *t, int32_t peer, uint8_t type, const void *bytes, size_t 
     return 1;
 }
 
-static int shm_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
+static int shm_send(quay_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
                     uint64_t token)
 {
     shm_t *t = (shm_t *)tp;
@@ -274,7 +274,7 @@ static int shm_ctl_paused(shm_peer *p)
     return p->ctl_paused;
 }
 
-static int shm_bye(qrt_transport *tp)
+static int shm_bye(quay_transport *tp)
 {
     shm_t *t = (shm_t *)tp;
     shm_item it;
@@ -489,7 +489,7 @@ static inline int poll_wanted(const shm_t *t)
     return 0;
 }
 
-static int shm_poll(qrt_transport *tp, int64_t timeout_ns)
+static int shm_poll(quay_transport *tp, int64_t timeout_ns)
 {
     shm_t *t = (shm_t *)tp;
     int work = poll_wanted(t) ? poll_once(t) : 0;
@@ -515,19 +515,19 @@ static int shm_poll(qrt_transport *tp, int64_t timeout_ns)
     return work;
 }
 
-static int shm_busy(const qrt_transport *tp)
+static int shm_busy(const quay_transport *tp)
 {
     return ((const shm_t *)tp)->want_space;
 }
 
-static void shm_wake(qrt_transport *tp)
+static void shm_wake(quay_transport *tp)
 {
     qshm_doorbell_ring(((shm_t *)tp)->me);
 }
 
 /* ---- open / close -------------------------------------------------------------------- */
 
-static void shm_close(qrt_transport *tp)
+static void shm_close(quay_transport *tp)
 {
     shm_t *t = (shm_t *)tp;
     if (t == NULL)
@@ -551,13 +551,21 @@ static void shm_close(qrt_transport *tp)
     free(t);
 }
 
-static int shm_rdma_op(qrt_transport *tp, const quay_action *a)
+static int shm_rdma_op(quay_transport *tp, const quay_action *a)
 {
     return shm_rdma_start((shm_t *)tp, a);
 }
 
-static const qrt_transport_ops shm_ops = {
-    "shm", shm_send, shm_rdma_op, shm_poll, shm_wake, shm_bye, shm_busy, shm_close,
+static const quay_transport_ops shm_ops = {
+    .abi_version = QUAY_TRANSPORT_ABI_VERSION,
+    .name = "shm",
+    .send = shm_send,
+    .rdma = shm_rdma_op,
+    .poll = shm_poll,
+    .wake = shm_wake,
+    .bye = shm_bye,
+    .busy = shm_busy,
+    .close = shm_close,
 };
 
 /* Start-up barrier k: every rank has arrived, or one exited first. */
@@ -636,7 +644,7 @@ static void init_peers(shm_t *t)
     }
 }
 
-int qrt_shm_open(int32_t rank, int32_t size, const qrt_sink *sink, qrt_transport **pt)
+int qrt_shm_open(int32_t rank, int32_t size, const quay_transport_sink *sink, quay_transport **pt)
 {
     uint64_t poll_ms = SHM_POLL_MS_DEFAULT;
     shm_t *t;

@@ -109,7 +109,7 @@ typedef struct shm_peer {
 } shm_peer;
 
 typedef struct shm_t {
-    qrt_transport base;
+    quay_transport base;
     qshm_seg seg;
     qshm_slot *me;
     shm_peer *peers;
@@ -147,7 +147,7 @@ int shm_rdma_config(shm_t *t);
 /** Start-up probe: can this rank process_vm_readv a sibling? Publishes
  *  the verdict in the header. */
 void shm_rdma_probe(shm_t *t);
-/** Start an RDMA action (qrt_transport_ops.rdma). */
+/** Start an RDMA action (quay_transport_ops.rdma). */
 int shm_rdma_start(shm_t *t, const quay_action *a);
 /** A ctl record from `peer` (request: execute and reply; reply: finish
  *  the action). Returns 1 if it was one. */

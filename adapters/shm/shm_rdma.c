@@ -284,7 +284,7 @@ static uint64_t split_point(const shm_t *t, uint64_t len)
 
 static void serve(shm_t *t, int32_t peer, const rdma_req *q)
 {
-    const qrt_sink *k = t->base.sink;
+    const quay_transport_sink *k = t->base.sink;
     pid_t pid = t->peers[peer].pid;
     rdma_done d = {q->cookie, 0, 0, 0};
     void *addr = NULL;

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "qrt_transport.h"
+#include <quay/quay_adapter.h>
 
 struct qpmi;
 
@@ -87,8 +87,8 @@ int qrt_tcp_dir_pmi(struct qpmi *p, qrt_tcp_dir *d);
  * stderr), QUAY_EPEER (a peer did not show up in time, or died), or
  * QUAY_ENOMEM.
  */
-int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const qrt_sink *sink,
-                 qrt_transport **pt);
+int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const quay_transport_sink *sink,
+                 quay_transport **pt);
 
 /**
  * A non-blocking listening socket on `host` (an IPv4 address, or NULL /

@@ -345,7 +345,7 @@ static void write_failed(tcp_t *t, int32_t peer, int err)
 
 /* ---- the transport's operations ------------------------------------------------------- */
 
-static int tcp_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
+static int tcp_send(quay_transport *tp, int32_t peer, const quay_iov *iov, uint32_t iovcnt,
                     uint64_t token)
 {
     tcp_t *t = (tcp_t *)tp;
@@ -367,7 +367,7 @@ static int tcp_send(qrt_transport *tp, int32_t peer, const quay_iov *iov, uint32
     return tcp_out_frame(t, peer, h, sizeof h, iov, iovcnt, 1, token);
 }
 
-static int tcp_rdma_op(qrt_transport *tp, const quay_action *a)
+static int tcp_rdma_op(quay_transport *tp, const quay_action *a)
 {
     return tcp_rdma_start((tcp_t *)tp, a);
 }
@@ -416,7 +416,7 @@ static int poll_once(tcp_t *t, int timeout_ms)
     return work;
 }
 
-static int tcp_poll(qrt_transport *tp, int64_t timeout_ns)
+static int tcp_poll(quay_transport *tp, int64_t timeout_ns)
 {
     tcp_t *t = (tcp_t *)tp;
     int work;
@@ -429,14 +429,14 @@ static int tcp_poll(qrt_transport *tp, int64_t timeout_ns)
     return poll_once(t, ms > INT_MAX ? INT_MAX : (int)ms);
 }
 
-static void tcp_wake(qrt_transport *tp)
+static void tcp_wake(quay_transport *tp)
 {
     uint64_t one = 1;
     ssize_t n = write(((tcp_t *)tp)->evfd, &one, sizeof one);
     (void)n; /* EAGAIN: the counter is already non-zero, a wake is pending */
 }
 
-static int tcp_bye(qrt_transport *tp)
+static int tcp_bye(quay_transport *tp)
 {
     tcp_t *t = (tcp_t *)tp;
     uint8_t h[TCP_PREFIX];
@@ -452,12 +452,12 @@ static int tcp_bye(qrt_transport *tp)
     return 0;
 }
 
-static int tcp_busy(const qrt_transport *tp)
+static int tcp_busy(const quay_transport *tp)
 {
     return ((const tcp_t *)tp)->nqueued > 0;
 }
 
-static void tcp_close(qrt_transport *tp)
+static void tcp_close(quay_transport *tp)
 {
     tcp_t *t = (tcp_t *)tp;
     if (t == NULL)
@@ -494,8 +494,16 @@ static void tcp_close(qrt_transport *tp)
     free(t);
 }
 
-static const qrt_transport_ops tcp_ops = {
-    "tcp", tcp_send, tcp_rdma_op, tcp_poll, tcp_wake, tcp_bye, tcp_busy, tcp_close,
+static const quay_transport_ops tcp_ops = {
+    .abi_version = QUAY_TRANSPORT_ABI_VERSION,
+    .name = "tcp",
+    .send = tcp_send,
+    .rdma = tcp_rdma_op,
+    .poll = tcp_poll,
+    .wake = tcp_wake,
+    .bye = tcp_bye,
+    .busy = tcp_busy,
+    .close = tcp_close,
 };
 
 /* ---- open ------------------------------------------------------------------------------ */
@@ -518,8 +526,8 @@ static int read_knobs(tcp_t *t, uint64_t *rdma)
     return tcp_env_buf(&t->buf_bytes);
 }
 
-int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const qrt_sink *sink,
-                 qrt_transport **pt)
+int qrt_tcp_open(int32_t rank, int32_t size, const qrt_tcp_dir *dir, const quay_transport_sink *sink,
+                 quay_transport **pt)
 {
     uint64_t rdma = 1;
     tcp_t *t;

@@ -245,7 +245,7 @@ typedef struct tcp_peer {
 } tcp_peer;
 
 typedef struct tcp_t {
-    qrt_transport base;
+    quay_transport base;
     tcp_peer *peers;
     int ep;              /* epoll: peers' sockets and the wake eventfd */
     int evfd;            /* wake */
@@ -322,7 +322,7 @@ void tcp_peer_fail(tcp_t *t, int32_t peer, const char *fmt, ...)
 void tcp_rx_free(tcp_t *t);
 
 /* tcp_rdma.c */
-/** Start an RDMA action (qrt_transport_ops.rdma). */
+/** Start an RDMA action (quay_transport_ops.rdma). */
 int tcp_rdma_start(tcp_t *t, const quay_action *a);
 /** Target side of a GET_REQ / ATOMIC_REQ: execute and queue the reply.
  *  0, or QUAY_ENOMEM / QUAY_EPEER (no reply could be queued). */

@@ -4,7 +4,7 @@
  * rank's transport (tcp.h).
  *
  * The initiator knows (peer, key, offset); only the target's engine knows
- * the address (qrt_transport.h). So the initiator sends a request naming
+ * the address (<quay/quay_adapter.h>). So the initiator sends a request naming
  * the action by a cookie, the target's transport asks its engine
  * (sink->mem_resolve / mem_atomic) and answers:
  *
@@ -154,7 +154,7 @@ static void send_waiting(tcp_t *t, int32_t peer)
 int tcp_rdma_serve_get(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key, uint64_t offset,
                        uint64_t len)
 {
-    const qrt_sink *k = t->base.sink;
+    const quay_transport_sink *k = t->base.sink;
     uint8_t h[TCP_PREFIX + 16];
     void *addr = NULL;
     int rc = QUAY_EINVAL;
@@ -173,7 +173,7 @@ int tcp_rdma_serve_get(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key, ui
 int tcp_rdma_serve_atomic(tcp_t *t, int32_t peer, uint64_t cookie, uint64_t key,
                           uint64_t offset, uint64_t operand, uint64_t compare, uint32_t op)
 {
-    const qrt_sink *k = t->base.sink;
+    const quay_transport_sink *k = t->base.sink;
     uint8_t h[TCP_PREFIX + 24];
     uint64_t old = 0;
     int rc = k->mem_atomic(k->ctx, peer, key, offset, op, operand, compare, &old);

@@ -44,8 +44,8 @@
 #define S_KEY 1u
 
 typedef struct s_rank {
-    qrt_transport *t;
-    qrt_sink sink;
+    quay_transport *t;
+    quay_transport_sink sink;
     int32_t rank;
     uint64_t word;    /* the registered word (S_KEY, offset 0) */
     uint64_t served;  /* atomics served */
@@ -125,7 +125,7 @@ static int s_open(s_rank *r, int32_t rank, uint32_t n)
     memset(r, 0, sizeof *r);
     r->rank = rank;
     r->old = calloc(n, sizeof *r->old);
-    r->sink = (qrt_sink){r, sk_packet, sk_done, sk_resolve, sk_atomic, sk_bye, sk_failed};
+    r->sink = (quay_transport_sink){r, sk_packet, sk_done, sk_resolve, sk_atomic, sk_bye, sk_failed};
     int rc = qrt_shm_open(rank, 2, &r->sink, &r->t);
     if (rc != 0 || r->old == NULL) {
         fprintf(stderr, "  rank %d: qrt_shm_open: %d\n", (int)rank, rc);

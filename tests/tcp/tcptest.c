@@ -232,7 +232,7 @@ int tt_open(tt_rank *r, tt_dir *d, int32_t rank)
         return QUAY_ENOMEM;
     for (size_t i = 0; i < TT_MEM; i++)
         r->mem[i] = tt_mem_byte(rank, i);
-    r->sink = (qrt_sink){r, sk_packet, sk_op_done, sk_resolve, sk_atomic, sk_bye, sk_failed};
+    r->sink = (quay_transport_sink){r, sk_packet, sk_op_done, sk_resolve, sk_atomic, sk_bye, sk_failed};
     qrt_tcp_dir dir = tt_dir_for(d, rank);
     d->fd[rank] = d->dead_fd[rank] = -1; /* the transport's now */
     return qrt_tcp_open(rank, d->n, &dir, &r->sink, &r->t);

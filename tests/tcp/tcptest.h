@@ -45,8 +45,8 @@ typedef struct tt_done {
 
 /** A real rank: the transport and what its sink saw. */
 typedef struct tt_rank {
-    qrt_transport *t;
-    qrt_sink sink;
+    quay_transport *t;
+    quay_transport_sink sink;
     int32_t rank, size;
     uint64_t sent_seq[TT_MAX]; /* next packet number toward each peer */
     uint64_t next_seq[TT_MAX]; /* next packet number expected from each */

@@ -956,8 +956,8 @@ static void q_peer(void *c, int32_t p)
 
 static void test_single(void)
 {
-    qrt_sink sink = {NULL, q_packet, q_done, NULL, NULL, q_peer, q_peer};
-    qrt_transport *t = NULL;
+    quay_transport_sink sink = {NULL, q_packet, q_done, NULL, NULL, q_peer, q_peer};
+    quay_transport *t = NULL;
     qrt_tcp_dir d;
     unset_tcp_env();
     if (!is_int(qrt_tcp_dir_env(1, &d), 0))
