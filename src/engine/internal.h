@@ -259,13 +259,7 @@ static inline int coll_due(const quay_engine *e)
  *  counted, traced (QUAY_TR_PEER_HOSTILE with `code`). */
 void engine_peer_hostile(quay_engine *root, int32_t peer, int code);
 
-/* ---- channel contexts (flowctl/context.c) -------------------------------- */
-/** 0 if the channel may switch context: flow control, healthy, quiesced,
- *  stable, no self traffic waiting. Else QUAY_ESTATE / QUAY_EBUSY / fatal. */
-int context_switchable(const quay_engine *e);
-/** Discard the running context: an empty one with `key` takes its place,
- *  quiesced. Pools, bins and statistics stay; request ids keep counting. */
-void context_reset(quay_engine *e, uint32_t key);
+/* ---- channel contexts (engine/context_clear.c, context/snapshot.c) -------- */
 /** Free what the context holds outside the pools: payload copies of live
  *  messages, communicators' rank maps (arrays may be NULL). */
 void context_free_heap(quay_engine *e);
@@ -275,9 +269,6 @@ void context_free_heap(quay_engine *e);
  *  and fuzzing: equal bytes before and after a call mean the call changed
  *  nothing a context holds. */
 size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
-/** Rebuild the request, message and region free lists, in index order,
- *  from the slots' own state (FREE, UM_FREE, not in use). */
-void context_rebuild_free(quay_engine *e);
 
 /* The modules' own headers, in the order their types depend on each
  * other; each may also be included alone. */

@@ -56,7 +56,7 @@ enum {
     RF_ANY_CANCEL = 1u << 25,  /* send ANY: cancelled while its flag is out:
                                   cancelled if declined, fails if claimed */
     RF_COLL = 1u << 26,        /* engine-owned step of a collective schedule:
-                                  completion goes to e->coll_hook, then it is
+                                  completion goes to coll_hooks.on_req_done, then it is
                                   released (src/collectives/sched.c) */
     RF_PERSIST = 1u << 27,     /* persistent (quay_send_init / recv_init):
                                   DONE means inactive; quay_start renews it */

@@ -1,30 +1,18 @@
 /*
- * context.c — a channel's context: when it may be switched, and discarding
- * it (PM's C7 starts from an empty channel, or from a saved context that
- * snapshot.c puts back into the emptied one).
+ * context_clear.c — a channel's context as the engine's pools hold it:
+ * freeing what its objects hold outside the pools, rebuilding the free
+ * lists from the slots, and emptying it for the next context (PM's C7
+ * starts from an empty channel, or from a saved context that
+ * src/context/snapshot.c puts back into the emptied one).
  *
  * The channel (pools, match bins, allocator, statistics, clock) outlives
  * its contexts; what a context owns is everything in those pools. Request
  * ids keep their generations across contexts, so an id from a context
  * that ran before can never name a request of this one.
  */
-#include "engine/payload.h"
-#include "flowctl/chan.h"
+#include "engine/context_clear.h"
 
-int context_switchable(const quay_engine *e)
-{
-    if (!e->flow)
-        return QUAY_ESTATE;
-    if (e->fatal)
-        return e->fatal;
-    if (quay_channel_is_stable(e) != 1 || e->loop_head != NULL)
-        return QUAY_EBUSY;
-    if (e->coll.hooks != NULL && e->coll.hooks->busy(e))
-        return QUAY_EBUSY; /* a collective schedule is running, or one
-                              started by an arrival (bypass) awaits its
-                              call: schedules are not saved */
-    return 0;
-}
+#include "engine/payload.h"
 
 void context_free_heap(quay_engine *e)
 {
@@ -69,7 +57,7 @@ void context_rebuild_free(quay_engine *e)
     }
 }
 
-void context_reset(quay_engine *e, uint32_t key)
+void context_clear(quay_engine *e, uint32_t key)
 {
     context_free_heap(e);
     memset(e->comms, 0, (size_t)e->ncomms_max * sizeof *e->comms);
@@ -135,7 +123,6 @@ void context_reset(quay_engine *e, uint32_t key)
     rtr_attach(e);
     for (int32_t p = 0; p < e->nranks; p++)
         ql_init(&e->peers[p].held);
-    chan_init(e);
     e->stamp = 0;
     e->chan_rr = 0;
     e->ka_next = 0;
@@ -143,15 +130,4 @@ void context_reset(quay_engine *e, uint32_t key)
     e->quiesced = 1;
     e->rare = 1;
     e->ctx_key = key;
-}
-
-int quay_channel_reset(quay_engine *e, uint32_t key)
-{
-    if (e == NULL)
-        return QUAY_EINVAL;
-    int rc = context_switchable(e);
-    if (rc != 0)
-        return rc;
-    context_reset(e, key);
-    return 0;
 }
