@@ -27,6 +27,17 @@ int p2p_probe_lookup(quay_engine *e, quay_comm *c, int32_t src, int32_t tag,
                      quay_status *st, umsg **pm);
 int p2p_recv_post(quay_engine *e, quay_comm *c, void *buf, size_t cap, int32_t src,
                   int32_t tag, uint32_t rflags, void *user, uint32_t step, quay_req **preq);
+/** A receive's (src, tag) pattern is valid on c: 0, QUAY_ERANK or
+ *  QUAY_ETAG. */
+static inline int recv_pattern_ok(const quay_comm *c, int32_t src, int32_t tag)
+{
+    if (src != QUAY_ANY_SOURCE && src != QUAY_PROC_NULL &&
+        (src < 0 || src >= c->size))
+        return QUAY_ERANK;
+    if (tag < 0 && tag != QUAY_ANY_TAG)
+        return QUAY_ETAG;
+    return 0;
+}
 /** Cancel r (arguments checked by the caller), as quay_cancel. */
 int req_cancel(quay_engine *e, quay_req *r);
 
