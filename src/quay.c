@@ -14,6 +14,7 @@ int quay_engine_new(const quay_config *cfg, quay_engine **pe)
     static const engine_parts parts = {
         .link = &chan_link,
         .coll_attach = coll_attach,
+        .coll_config_check = coll_config_check,
     };
     return engine_new(cfg, &parts, pe);
 }

@@ -320,14 +320,16 @@ typedef struct quay_config {
      *  its holders); when every slot is busy the receive is matched the
      *  sender-initiated way: back-pressure, never failure. Default 8. */
     uint32_t any_slots;
-    /** Collective algorithms (quay_coll.h: QUAY_BARRIER_*, QUAY_BCAST_*,
-     *  QUAY_REDUCE_*, QUAY_ALLREDUCE_*). QUAY_COLL_AUTO (0, default): the
-     *  decision by size and rank count in docs/collectives.md. Every member
-     *  of a communicator must use the same settings. */
-    uint32_t coll_barrier;
-    uint32_t coll_bcast;
-    uint32_t coll_reduce;
-    uint32_t coll_allreduce;
+    /** Collective algorithms, one per operation, each a value of that
+     *  operation's enum in quay_coll.h (held as uint32_t: the struct's
+     *  layout is versioned). QUAY_COLL_AUTO (0, default): the decision by
+     *  size and rank count in docs/collectives.md. quay_engine_new refuses
+     *  a value that names no algorithm of its operation (QUAY_EINVAL).
+     *  Every member of a communicator must use the same settings. */
+    uint32_t coll_barrier;   /**< a quay_barrier_alg */
+    uint32_t coll_bcast;     /**< a quay_bcast_alg */
+    uint32_t coll_reduce;    /**< a quay_reduce_alg */
+    uint32_t coll_allreduce; /**< a quay_allreduce_alg */
     /** Degree of the gather-broadcast barrier's tree (2..64). Default 4. */
     uint32_t coll_tree_degree;
     /** The collectives' cost model: a message's latency from the start of

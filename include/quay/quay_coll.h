@@ -81,40 +81,59 @@ typedef struct quay_op {
  *  input is already in the receive buffer, which the result replaces. */
 #define QUAY_IN_PLACE ((const void *)1)
 
-/** Collective algorithms (quay_config.coll_*). 0 = automatic: the
- *  decision by size and rank count documented in docs/collectives.md. */
-enum {
-    QUAY_COLL_AUTO = 0,
-    /** Barrier: round k, send to rank + 2^k, receive from rank - 2^k
-     *  (mod n); ceil(log2 n) rounds for any n. */
+/** Collective algorithms: one enum per operation, the values that
+ *  quay_config.coll_barrier, coll_bcast, coll_reduce and coll_allreduce
+ *  (and quay_offload.alg) take. QUAY_COLL_AUTO (0) in any of them: the
+ *  decision by size and rank count documented in docs/collectives.md.
+ *  Values are part of the binary interface: they never change, and a new
+ *  algorithm takes the next one (docs/collectives.md, "Adding an
+ *  algorithm"). */
+enum { QUAY_COLL_AUTO = 0 };
+
+/** Barrier algorithms (quay_config.coll_barrier). */
+typedef enum quay_barrier_alg {
+    /** Round k, send to rank + 2^k, receive from rank - 2^k (mod n);
+     *  ceil(log2 n) rounds for any n. */
     QUAY_BARRIER_DISSEMINATION = 1,
-    /** Barrier: pairwise exchange with rank XOR 2^k [NIC ch. 3]; ranks past
-     *  the largest power of two pair with one inside: floor(log2 n) + 2
+    /** Pairwise exchange with rank XOR 2^k [NIC ch. 3]; ranks past the
+     *  largest power of two pair with one inside: floor(log2 n) + 2
      *  steps. */
     QUAY_BARRIER_PAIRWISE = 2,
-    /** Barrier: gather up a tree of degree coll_tree_degree, broadcast
-     *  down [NIC ch. 3 "GB"]. */
+    /** Gather up a tree of degree coll_tree_degree, broadcast down [NIC
+     *  ch. 3 "GB"]. */
     QUAY_BARRIER_TREE = 3,
-    /** Bcast: binomial tree. */
+} quay_barrier_alg;
+
+/** Broadcast algorithms (quay_config.coll_bcast). */
+typedef enum quay_bcast_alg {
+    /** Binomial tree. */
     QUAY_BCAST_BINOMIAL = 1,
-    /** Bcast: the latency-optimal multicast tree of the postal model [NIC
-     *  ch. 2] for lambda = coll_latency_ns / coll_gap_ns. */
+    /** The latency-optimal multicast tree of the postal model [NIC ch. 2]
+     *  for lambda = coll_latency_ns / coll_gap_ns. */
     QUAY_BCAST_OPTIMAL_TREE = 2,
-    /** Bcast: pipelined chain, segment size from the cost model (or
+    /** Pipelined chain, segment size from the cost model (or
      *  coll_segment). */
     QUAY_BCAST_CHAIN = 3,
-    /** Bcast: binomial scatter, then ring allgather (van de Geijn). */
+    /** Binomial scatter, then ring allgather (van de Geijn). */
     QUAY_BCAST_SCATTER_ALLGATHER = 4,
-    /** Reduce: binomial tree (in rank order for non-commutative ops). */
+} quay_bcast_alg;
+
+/** Reduce algorithms (quay_config.coll_reduce). */
+typedef enum quay_reduce_alg {
+    /** Binomial tree (in rank order for non-commutative ops). */
     QUAY_REDUCE_BINOMIAL = 1,
-    /** Allreduce: recursive doubling (any op). */
+} quay_reduce_alg;
+
+/** Allreduce algorithms (quay_config.coll_allreduce). */
+typedef enum quay_allreduce_alg {
+    /** Recursive doubling (any op). */
     QUAY_ALLREDUCE_RECURSIVE_DOUBLING = 1,
-    /** Allreduce: recursive halving reduce-scatter, recursive doubling
-     *  allgather (Rabenseifner; commutative ops). */
+    /** Recursive halving reduce-scatter, recursive doubling allgather
+     *  (Rabenseifner; commutative ops). */
     QUAY_ALLREDUCE_RABENSEIFNER = 2,
-    /** Allreduce: ring reduce-scatter and allgather (commutative ops). */
+    /** Ring reduce-scatter and allgather (commutative ops). */
     QUAY_ALLREDUCE_RING = 3,
-};
+} quay_allreduce_alg;
 
 /** Size in bytes of one element of dt, or 0 if dt is not a quay_dtype. */
 QUAY_API size_t quay_dtype_size(quay_dtype dt);
@@ -199,6 +218,14 @@ typedef enum quay_offload_kind {
     QUAY_OFF_ALLREDUCE,
 } quay_offload_kind;
 
+/** The name of algorithm `alg` of operation `kind` (a quay_offload_kind:
+ *  QUAY_OFF_BARRIER takes a quay_barrier_alg, ...), e.g. "ring" for
+ *  (QUAY_OFF_ALLREDUCE, QUAY_ALLREDUCE_RING): the enum value's name in
+ *  lower case; "auto" for QUAY_COLL_AUTO. NULL if this library has no
+ *  such algorithm for that operation (quay_engine_new refuses it in
+ *  quay_config, quay_agent_post in a quay_offload). */
+QUAY_API const char *quay_coll_alg_name(uint32_t kind, uint32_t alg);
+
 /** An offloaded collective, as the host hands it to its NIC (the
  *  QUAY_ACT_OFFLOAD action). Buffers are host memory that the NIC reads
  *  and writes directly (DMA); the agent uses them until it reports done. */
@@ -213,7 +240,8 @@ typedef struct quay_offload {
     size_t count;         /**< bcast: bytes; reductions: elements */
     quay_dtype dt;
     quay_op op;
-    uint32_t alg;         /**< the host's algorithm choice (0: automatic) */
+    uint32_t alg;         /**< the host's algorithm choice, of kind's enum
+                               (quay_barrier_alg, ...; 0: automatic) */
     uint64_t cookie;      /**< returned in QUAY_ACT_OFFLOAD_DONE */
 } quay_offload;
 

@@ -10,7 +10,7 @@
  * end. The renumbering keeps rank order. Sub-tags: 0 fold, 1 hand back,
  * 2 + k rounds.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 #include "collectives/ops.h"
 
@@ -71,8 +71,10 @@ static void fold_out(coll_sched *s, const fold *f, size_t len, uint32_t last)
  * partner's vector is the left operand: for a non-commutative op the
  * result is reduced into whichever buffer holds the right one, and the
  * running result moves there (into a fresh tmp slot per round). */
-static void recursive_doubling(coll_sched *s, size_t count, int in_place)
+void coll_allreduce_recursive_doubling(coll_sched *s, const coll_args *a)
 {
+    size_t count = a->count;
+    int in_place = a->in_place;
     size_t len = count * s->esize;
     fold f = fold_in(s, count, in_place);
     int commutative = op_commutative(&s->op);
@@ -152,8 +154,10 @@ static size_t span(const size_t *disp, int32_t lo, int32_t hi) { return disp[hi]
  * room an earlier round's message needs (fuzz/RESULTS.md, bug 23). An
  * allgather round's data belongs where the reduce-scatter round with the
  * same partner sent from: it is copied there once that send is done. */
-static void rabenseifner(coll_sched *s, size_t count, int in_place)
+void coll_allreduce_rabenseifner(coll_sched *s, const coll_args *a)
 {
+    size_t count = a->count;
+    int in_place = a->in_place;
     size_t es = s->esize, len = count * es;
     fold f = fold_in(s, count, in_place);
     uint32_t last = f.last;
@@ -224,12 +228,21 @@ static void rabenseifner(coll_sched *s, size_t count, int in_place)
     fold_out(s, &f, len, last);
 }
 
+/* The halves reorder operands (a non-commutative op: the registry's
+ * fallback, recursive doubling). */
+int coll_allreduce_rabenseifner_usable(const coll_args *a)
+{
+    return a->commutative;
+}
+
 /* Ring: n blocks; reduce-scatter in n - 1 steps (step j sends block r - j
  * right, receives block r - j - 1 from the left and reduces it), then
  * allgather in n - 1 steps (step j sends block r + 1 - j, receives block
  * r - j). */
-static void ring(coll_sched *s, size_t count, int in_place)
+void coll_allreduce_ring(coll_sched *s, const coll_args *a)
 {
+    size_t count = a->count;
+    int in_place = a->in_place;
     int32_t n = s->size, r = s->rank;
     size_t es = s->esize, len = count * es;
     size_t *cnt, *disp;
@@ -285,18 +298,9 @@ static void ring(coll_sched *s, size_t count, int in_place)
     qfree(s->e, disp);
 }
 
-void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place)
+/* It reorders operands, and takes a sub-tag per step, 2(n - 1) of them
+ * (otherwise: the registry's fallback, Rabenseifner's). */
+int coll_allreduce_ring_usable(const coll_args *a)
 {
-    size_t len = count * s->esize;
-    if (s->size == 1 || count == 0) {
-        if (!in_place && count != 0)
-            cs_copy(s, CB_RECV, 0, CB_SEND, 0, len);
-        return;
-    }
-    if (alg == QUAY_ALLREDUCE_RING)
-        ring(s, count, in_place);
-    else if (alg == QUAY_ALLREDUCE_RABENSEIFNER)
-        rabenseifner(s, count, in_place);
-    else
-        recursive_doubling(s, count, in_place);
+    return a->commutative && 2 * (uint64_t)a->size - 2 <= CS_SUBTAG_MAX;
 }

@@ -3,13 +3,14 @@
  * ch. 3 "PE"] and gather-broadcast over a tree [NIC ch. 3 "GB"]. Every
  * message is zero bytes; the sub-tag is the round.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 /* Round k: send to r + 2^k, receive from r - 2^k (mod n). A round's send
  * waits for the previous round's receive: that is what carries the news
  * that everyone before has arrived. */
-static void dissemination(coll_sched *s)
+void coll_barrier_dissemination(coll_sched *s, const coll_args *a)
 {
+    (void)a;
     int32_t n = s->size, r = s->rank;
     uint32_t prev = CS_NONE;
     for (uint32_t k = 0; ((int64_t)1 << k) < n; k++) {
@@ -26,8 +27,9 @@ static void dissemination(coll_sched *s)
 /* Ranks below the largest power of two S exchange with rank XOR 2^k; a
  * rank r >= S first hands in to r - S and is released by it at the end
  * (sub-tags 0 and 1; rounds from 2). */
-static void pairwise(coll_sched *s)
+void coll_barrier_pairwise(coll_sched *s, const coll_args *a)
 {
+    (void)a;
     int32_t n = s->size, r = s->rank, S = 1;
     while (S * 2 <= n)
         S *= 2;
@@ -52,8 +54,9 @@ static void pairwise(coll_sched *s)
 
 /* Gather up a d-ary tree rooted at 0 (children d r + 1 .. d r + d), then
  * broadcast the release down it. */
-static void tree(coll_sched *s, uint32_t d)
+void coll_barrier_tree(coll_sched *s, const coll_args *a)
 {
+    uint32_t d = a->degree;
     int32_t n = s->size, r = s->rank;
     uint32_t up = cs_join(s);
     for (uint32_t k = 1; k <= d; k++) {
@@ -74,16 +77,4 @@ static void tree(coll_sched *s, uint32_t d)
             break;
         cs_dep(s, down, cs_send(s, (int32_t)ch, CB_RECV, 0, 0, 1));
     }
-}
-
-void coll_build_barrier(coll_sched *s, uint32_t alg, uint32_t degree)
-{
-    if (s->size == 1)
-        return;
-    if (alg == QUAY_BARRIER_PAIRWISE)
-        pairwise(s);
-    else if (alg == QUAY_BARRIER_TREE)
-        tree(s, degree);
-    else
-        dissemination(s);
 }

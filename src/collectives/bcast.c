@@ -4,7 +4,7 @@
  * ring allgather (van de Geijn). Ranks are relative to the root
  * (v = (rank - root) mod n); everything lands in the caller's buffer.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 #include "collectives/tree.h"
 
@@ -29,8 +29,10 @@ static void tree_bcast(coll_sched *s, size_t len, int32_t root, int32_t parent,
         cs_dep(s, got, cs_send(s, real_rank(s, kids[k], root), CB_RECV, 0, len, 0));
 }
 
-static void binomial(coll_sched *s, size_t len, int32_t root)
+void coll_bcast_binomial(coll_sched *s, const coll_args *a)
 {
+    size_t len = a->count;
+    int32_t root = a->root;
     int32_t v = (s->rank - root + s->size) % s->size, kids[32];
     int nk = tree_binomial_children(v, s->size, kids, 32);
     tree_bcast(s, len, root, tree_binomial_parent(v, s->size), kids, nk);
@@ -38,8 +40,10 @@ static void binomial(coll_sched *s, size_t len, int32_t root)
 
 /* The tree of the postal model for lambda = latency / gap: the whole
  * tree is computed (O(n)); every member computes the same one. */
-static void optimal_tree(coll_sched *s, size_t len, int32_t root)
+void coll_bcast_optimal_tree(coll_sched *s, const coll_args *a)
 {
+    size_t len = a->count;
+    int32_t root = a->root;
     quay_engine *e = s->e;
     int32_t n = s->size, v = (s->rank - root + n) % n;
     uint64_t lam = e->cfg.coll_latency_ns * 1000 / e->cfg.coll_gap_ns;
@@ -61,8 +65,10 @@ static void optimal_tree(coll_sched *s, size_t len, int32_t root)
 }
 
 /* v receives segment i from v - 1 and passes it to v + 1 at once. */
-static void chain(coll_sched *s, size_t len, int32_t root)
+void coll_bcast_chain(coll_sched *s, const coll_args *a)
 {
+    size_t len = a->count;
+    int32_t root = a->root;
     const quay_config *cfg = &s->e->cfg;
     int32_t n = s->size, v = (s->rank - root + n) % n;
     size_t seg = cfg->coll_segment;
@@ -112,8 +118,10 @@ static int scattered_to(int32_t w, int32_t n, int32_t c)
  * ring messages then sat in the unexpected room, and with small pools
  * two ranks' rooms held each other's early messages while each one's
  * scatter send waited behind a refused message: a livelock.) */
-static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
+void coll_bcast_scatter_allgather(coll_sched *s, const coll_args *a)
 {
+    size_t len = a->count;
+    int32_t root = a->root;
     int32_t n = s->size, v = (s->rank - root + n) % n, kids[32];
     size_t chunk = (len + (size_t)n - 1) / (size_t)n;
     int32_t parent = tree_binomial_parent(v, n);
@@ -145,6 +153,13 @@ static void scatter_allgather(coll_sched *s, size_t len, int32_t root)
             prev = cs_recv(s, left, CB_RECV, ro, chunk_off((size_t)cr + 1, chunk, len) - ro,
                            1 + (uint32_t)j);
     }
+}
+
+/* The ring takes a sub-tag per step (more ranks: the registry's fallback,
+ * the binomial tree). */
+int coll_bcast_scatter_allgather_usable(const coll_args *a)
+{
+    return (uint32_t)a->size <= CS_SUBTAG_MAX;
 }
 
 /* Application bypass [NIC ch. 6]: a binomial tree through a staging
@@ -181,19 +196,5 @@ void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early)
             s->gate = cs_join(s);
             cs_dep(s, s->gate, cp);
         }
-    }
-}
-
-void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root)
-{
-    if (s->size == 1 || len == 0)
-        return; /* nothing to move: every member's call completes at once */
-    if (alg == QUAY_BCAST_SCATTER_ALLGATHER && (uint32_t)s->size > CS_SUBTAG_MAX)
-        alg = QUAY_BCAST_BINOMIAL; /* a sub-tag per ring step */
-    switch (alg) {
-    case QUAY_BCAST_OPTIMAL_TREE: optimal_tree(s, len, root); break;
-    case QUAY_BCAST_CHAIN: chain(s, len, root); break;
-    case QUAY_BCAST_SCATTER_ALLGATHER: scatter_allgather(s, len, root); break;
-    default: binomial(s, len, root); break;
     }
 }

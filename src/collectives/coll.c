@@ -1,8 +1,8 @@
 /*
- * coll.c — the collective calls: argument checks, the algorithm decision
- * (docs/collectives.md), building and starting the schedule.
+ * coll.c — the collective calls: argument checks, then the algorithm the
+ * registry decides (algs.c), built and started.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 #include "collectives/ops.h"
 
@@ -24,47 +24,6 @@ static int common_args(quay_engine *e, quay_comm *c, quay_req **req)
     return 0;
 }
 
-static int32_t pof2_below(int32_t n)
-{
-    int32_t p = 1;
-    while (p * 2 <= n)
-        p *= 2;
-    return p;
-}
-
-/* ---- decisions ------------------------------------------------------------------- */
-
-static uint32_t pick_bcast(size_t len, int32_t n)
-{
-    if (len < 12288 || n < 8)
-        return QUAY_BCAST_BINOMIAL; /* latency bound: log n messages */
-    if (len < 524288)
-        return QUAY_BCAST_SCATTER_ALLGATHER; /* ~2 len per rank, log n + n steps */
-    return QUAY_BCAST_CHAIN; /* bandwidth bound: pipelined, len per rank */
-}
-
-static uint32_t pick_allreduce(uint32_t a, size_t count, size_t esize, int32_t n,
-                               int commutative)
-{
-    /* The split algorithms reorder operands: only recursive doubling
-     * keeps rank order. */
-    if (!commutative)
-        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
-    if (a == QUAY_ALLREDUCE_RING && 2 * (uint64_t)n - 2 > CS_SUBTAG_MAX)
-        a = QUAY_ALLREDUCE_RABENSEIFNER; /* sub-tags: one per ring step */
-    if (a != QUAY_COLL_AUTO)
-        return a;
-    /* Short: log n rounds of the whole vector beat any split. Long:
-     * Rabenseifner moves 2 len per rank in 2 log n rounds; the ring moves
-     * as much in 2(n - 1) rounds, worth it only for few ranks. */
-    size_t bytes = count * esize;
-    if (bytes <= 2048 || count < (size_t)pof2_below(n))
-        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
-    if (n <= 8 && bytes >= 1048576)
-        return QUAY_ALLREDUCE_RING;
-    return QUAY_ALLREDUCE_RABENSEIFNER;
-}
-
 /* ---- building from a description ------------------------------------------------ */
 
 /* Build and start the schedule of collective d on communicator c (the
@@ -76,20 +35,24 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
 {
     int in_place = d->sbuf == QUAY_IN_PLACE;
     int bypass = !offloaded && bypass_applies(e, c, d);
-    size_t esize = d->kind == QUAY_OFF_BARRIER || d->kind == QUAY_OFF_BCAST
-                       ? 0 : op_dtype_size(d->dt);
-    uint32_t alg = d->alg;
-    if (d->kind == QUAY_OFF_BARRIER && alg == QUAY_COLL_AUTO)
-        alg = QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) rounds for any n */
-    else if (d->kind == QUAY_OFF_BCAST && alg == QUAY_COLL_AUTO)
-        alg = pick_bcast(d->count, c->size);
-    else if (d->kind == QUAY_OFF_ALLREDUCE)
-        alg = pick_allreduce(alg, d->count, esize, c->size, op_commutative(&d->op));
+    int reduction = d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE;
+    coll_args args = {
+        .count = d->count,
+        .esize = reduction ? op_dtype_size(d->dt) : 0,
+        .size = c->size,
+        .root = d->kind == QUAY_OFF_BARRIER ? 0 : d->root,
+        .degree = e->cfg.coll_tree_degree,
+        .in_place = (uint8_t)in_place,
+        .commutative = (uint8_t)(reduction && op_commutative(&d->op)),
+    };
+    const coll_alg *g = coll_alg_decide(d->kind, d->alg, &args);
+    if (g == NULL)
+        return QUAY_EINVAL; /* (config and agent posts are checked before) */
 
     coll_shape shape;
     memset(&shape, 0, sizeof shape);
     shape.kind = d->kind;
-    shape.alg = alg;
+    shape.alg = g->id;
     shape.ctx = c->ctx;
     shape.size = c->size;
     shape.rank = c->myrank;
@@ -98,7 +61,7 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
         shape.root = d->root;
         shape.dt = d->dt;
         shape.in_place = (uint8_t)in_place;
-        shape.commutative = d->kind != QUAY_OFF_BCAST && op_commutative(&d->op);
+        shape.commutative = args.commutative;
     }
 
     int rc;
@@ -115,31 +78,17 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     } else if (d->kind != QUAY_OFF_BARRIER) {
         s->op = d->op;
         s->dt = d->dt;
-        s->esize = esize;
+        s->esize = args.esize;
         s->sbuf = in_place ? NULL : d->sbuf;
         s->rbuf = d->rbuf;
     }
     if (!s->reused) {
-        switch (d->kind) {
-        case QUAY_OFF_BARRIER:
-            coll_build_barrier(s, alg, e->cfg.coll_tree_degree);
-            break;
-        case QUAY_OFF_BCAST:
-            if (bypass)
-                coll_build_bcast_bypass(s, d->count, d->root, 0);
-            else
-                coll_build_bcast(s, alg, d->count, d->root);
-            break;
-        case QUAY_OFF_REDUCE:
-            if (bypass)
-                coll_build_reduce_bypass(s, d->count, d->root, in_place, 0);
-            else
-                coll_build_reduce(s, d->count, d->root, in_place);
-            break;
-        default:
-            coll_build_allreduce(s, alg, d->count, in_place);
-            break;
-        }
+        if (bypass && d->kind == QUAY_OFF_BCAST)
+            coll_build_bcast_bypass(s, d->count, d->root, 0);
+        else if (bypass)
+            coll_build_reduce_bypass(s, d->count, d->root, in_place, 0);
+        else
+            coll_alg_build(g, s, &args);
         if (!bypass)
             s->shape = shape; /* (a build that failed is discarded with it) */
     }

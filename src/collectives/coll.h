@@ -152,14 +152,13 @@ uint32_t cs_after(coll_sched *s, uint32_t a, uint32_t b);
 /** before happens before after (CS_NONE on either side: no edge). */
 void cs_dep(coll_sched *s, uint32_t before, uint32_t after);
 
-/* ---- the algorithms (barrier.c, bcast.c, reduce.c, allreduce.c) ------------- */
+/* ---- application bypass schedules (bcast.c, reduce.c) ------------------------ */
 
-void coll_build_barrier(coll_sched *s, uint32_t alg, uint32_t degree);
-void coll_build_bcast(coll_sched *s, uint32_t alg, size_t len, int32_t root);
+/* (The algorithms a config selects are in the registry, algs.h.) */
+
 /** Application-bypass broadcast (binomial, staged); early: built at an
  *  arrival, the copy-out waits for the call (s->gate). */
 void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early);
-void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place);
 /** Application-bypass reduce (binomial tree rooted at rank 0, predefined
  *  ops): children's results are combined as they come; early: built at an
  *  arrival (root and in_place unknown), the call completes it with
@@ -172,7 +171,6 @@ void coll_build_reduce_bypass(coll_sched *s, size_t count, int32_t root, int in_
 void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place);
 /** The sub-tag of a bypass reduce's partial results. */
 uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt);
-void coll_build_allreduce(coll_sched *s, uint32_t alg, size_t count, int in_place);
 
 /* ---- calls (coll.c) and offload (offload.c) --------------------------------- */
 
@@ -192,6 +190,11 @@ struct coll_state *coll_install(quay_engine *e);
  *  before any collective call (coll_bypass: arrivals must be seen): the
  *  composition root passes it to the engine. 0 or QUAY_ENOMEM. */
 int coll_attach(quay_engine *e);
+/** The config's collective algorithms (coll_barrier, coll_bcast,
+ *  coll_reduce, coll_allreduce) are QUAY_COLL_AUTO or registered for
+ *  their operation (algs.h): 0 or QUAY_EINVAL. The composition root
+ *  passes it to the engine, which calls it after its own config check. */
+int coll_config_check(const quay_config *c);
 
 /* ---- running (sched.c) ---------------------------------------------------- */
 

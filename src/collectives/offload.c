@@ -13,7 +13,7 @@
  * Both sides are bounded by coll_max: records on the host, running
  * schedules and pending reports on the agent.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 #include "collectives/ops.h"
 
@@ -169,8 +169,9 @@ void offload_report(quay_engine *e, uint64_t cookie, int status)
 
 int quay_agent_post(quay_engine *e, const quay_offload *d)
 {
-    if (e == NULL || d == NULL || d->kind < QUAY_OFF_BARRIER || d->kind > QUAY_OFF_ALLREDUCE ||
-        d->size <= 0 || d->size > e->nranks || d->world == NULL || (d->ctx & QUAY_CTX_COLL))
+    /* The algorithm as a config's: AUTO or registered for the kind. */
+    if (e == NULL || d == NULL || !coll_alg_known(d->kind, d->alg) || d->size <= 0 ||
+        d->size > e->nranks || d->world == NULL || (d->ctx & QUAY_CTX_COLL))
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;

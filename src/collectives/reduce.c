@@ -10,21 +10,16 @@
  * (relative ranks); a non-commutative one the tree rooted at rank 0 in
  * natural order, whose result rank 0 then sends to the root.
  */
-#include "collectives/coll.h"
+#include "collectives/algs.h"
 
 #include "collectives/ops.h"
 #include "collectives/tree.h"
 
-void coll_build_reduce(coll_sched *s, size_t count, int32_t root, int in_place)
+void coll_reduce_binomial(coll_sched *s, const coll_args *a)
 {
-    int32_t n = s->size, r = s->rank, kids[32];
-    size_t len = count * s->esize;
-    int mine_in_rbuf = in_place && r == root;
-    if (n == 1 || count == 0) {
-        if (r == root && !in_place && count != 0)
-            cs_copy(s, CB_RECV, 0, CB_SEND, 0, len);
-        return;
-    }
+    int32_t n = s->size, r = s->rank, root = a->root, kids[32];
+    size_t count = a->count, len = count * s->esize;
+    int mine_in_rbuf = a->in_place && r == root;
     int32_t troot = op_commutative(&s->op) ? root : 0;
     int32_t v = (r - troot + n) % n;
     int nk = tree_binomial_children(v, n, kids, 32);

@@ -113,10 +113,9 @@ int config_check(quay_config *c)
      * transfers. Slot ids carry the index in 8 bits. */
     if (c->rtr_any > 1 || (c->rtr_any && !c->rtr) || c->any_slots == 0 || c->any_slots > 255)
         return QUAY_EINVAL;
-    /* Algorithm numbers: quay_coll.h. The postal model needs a positive
-     * gap and a latency of at least one gap (lambda >= 1). */
-    if (c->coll_barrier > 3 || c->coll_bcast > 4 || c->coll_reduce > 1 ||
-        c->coll_allreduce > 3 || c->coll_tree_degree < 2 || c->coll_tree_degree > 64 ||
+    /* (The algorithms: engine_parts.coll_config_check.) The postal model
+     * needs a positive gap and a latency of at least one gap (lambda >= 1). */
+    if (c->coll_tree_degree < 2 || c->coll_tree_degree > 64 ||
         c->coll_gap_ns == 0 || c->coll_latency_ns < c->coll_gap_ns ||
         c->coll_latency_ns / c->coll_gap_ns > 1000000 || c->coll_max == 0 ||
         c->coll_max > 65536 || c->coll_offload > 1 || c->coll_bypass > 1)

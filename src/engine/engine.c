@@ -174,6 +174,8 @@ int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **
     int rc = quay_config_upgrade(cfg, &c);
     if (rc == 0)
         rc = config_check(&c);
+    if (rc == 0 && parts->coll_config_check != NULL)
+        rc = parts->coll_config_check(&c);
     if (rc != 0)
         return rc;
     quay_allocator a = c.alloc;

@@ -16,6 +16,9 @@ typedef struct engine_parts {
     /** Called at creation when cfg.coll_bypass is set (the collectives
      *  must see arrivals before any collective call): 0 or QUAY_ENOMEM. */
     int (*coll_attach)(quay_engine *e);
+    /** The collectives' part of the config check (their algorithms),
+     *  after the engine's: 0 or QUAY_EINVAL. NULL: none. */
+    int (*coll_config_check)(const quay_config *c);
 } engine_parts;
 
 /** quay_engine_new with its parts: the same contract (quay.h). */
