@@ -145,7 +145,7 @@ static void t_config(void)
     for (uint32_t k = QUAY_OFF_BARRIER; k <= QUAY_OFF_ALLREDUCE; k++) {
         int good = 1;
         uint32_t top = max_id(k) + 3;
-        for (uint32_t v = 0; v <= top + 3; v++) {
+        for (uint32_t v = 0; v < top + (uint32_t)(sizeof extra / sizeof extra[0]); v++) {
             quay_config c = base_cfg();
             *field(&c, k) = v < top ? v : extra[v - top];
             int want = *field(&c, k) == 0 || coll_alg_find(k, *field(&c, k)) != NULL;

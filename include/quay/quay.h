@@ -380,7 +380,9 @@ typedef struct quay_config {
     uint32_t forged_key_limit;
     /** Rejected packets (QUAY_EPROTO / QUAY_ESTATE from quay_on_packet)
      *  a peer may send before it is declared failed. An honest peer sends
-     *  none. 0 means no limit. Default 64. */
+     *  none. Under flow control a frame that fails its checksum is not
+     *  counted: it was damaged in transit (stats bad_checksum). 0 means
+     *  no limit. Default 64. */
     uint32_t malformed_limit;
 } quay_config;
 

@@ -8,9 +8,9 @@
  * requests (RF_COLL) on the communicator's collective twin, tagged with
  * the schedule's sequence number and the step's sub-tag, so that messages
  * of different collectives, and of different rounds of one, never match
- * each other. Their completion marks the step done (the engine's
- * coll_hook) and queues the schedule on e->coll_ready; e->coll_progress
- * starts what became ready, outside the packet path (no recursion).
+ * each other. Their completion marks the step done (coll_hooks.on_req_done)
+ * and queues the schedule on e->coll.ready; coll_hooks.progress starts
+ * what became ready, outside the packet path (no recursion).
  *
  * Buffers are named, not pointed to, while building (the schedule owns a
  * temporary area allocated once it is finalized): CB_SEND (the caller's
@@ -88,7 +88,7 @@ typedef struct coll_shape {
 typedef struct coll_sched {
     /* What finishing a step and starting the next reads, in the first two
      * cache lines: with many engines each visit finds a schedule cold. */
-    qlink rlink;       /* e->coll_ready while it has ready steps */
+    qlink rlink;       /* e->coll.ready while it has ready steps (or .blocked) */
     quay_engine *e;
     quay_comm *comm;   /* the collective twin: every message goes here */
     coll_step *steps;
@@ -107,8 +107,8 @@ typedef struct coll_sched {
     int32_t rank, size;/* our rank and the size of the communicator */
     uint8_t offloaded; /* an agent's: its end is reported with cookie */
 
-    qlink link;        /* e->coll_active */
-    qlink elink;       /* e->coll_early: started by an arrival, not yet called */
+    qlink link;        /* coll_state.active (or .spare) */
+    qlink elink;       /* coll_state.early: started by an arrival, not yet called */
     uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
     uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
     uint8_t ended;     /* early, failed before its call: kept for the call */
@@ -212,7 +212,7 @@ int sched_start(coll_sched *s, quay_req **req);
 /** Discard a schedule that was not started. */
 void sched_discard(coll_sched *s);
 /** Start a schedule built at an arrival: sequence number from the
- *  message's tag, not the communicator's count; kept on e->coll_early. */
+ *  message's tag, not the communicator's count; kept on coll_state.early. */
 int sched_start_early(coll_sched *s, uint32_t tagbase);
 /** The local call claims an early schedule: open its gate. */
 void sched_claim(coll_sched *s, uint8_t *rbuf);

@@ -8,9 +8,9 @@
  *
  * Running: a step with no unfinished predecessor is ready. Local steps
  * (reduce, copy, join) run at once; sends and receives become RF_COLL
- * engine requests, whose completion (the engine's coll_hook, called from
+ * engine requests, whose completion (coll_hooks.on_req_done, called from
  * req_complete, possibly deep inside a packet) only marks the step done
- * and queues the schedule on e->coll.ready. e->coll_progress, called by
+ * and queues the schedule on e->coll.ready. coll_hooks.progress, called by
  * the engine at the end of its entry points, starts what became ready.
  * A step that cannot get a request (pool or control queue full) waits on
  * e->coll.blocked and is retried once the engine has room again.

@@ -481,6 +481,13 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
     } else if (e->flow) {
         int content;
         rc = e->link->on_frame(e, peer, bytes, len, &content);
+        if (rc == LINK_DAMAGED) {
+            /* Refused, but no strike: damage is the link's, not the peer's. */
+            e->st.pkts_rejected++;
+            if (e->trace_fn)
+                trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, QUAY_EPROTO);
+            return e->fatal ? e->fatal : QUAY_EPROTO;
+        }
         if (rc == LINK_CONSUMED) {
             e->st.pkts_in++;
             if (content != 0) /* the frame was taken, its content refused */

@@ -28,6 +28,10 @@ struct quay_req;
  *  duplicate, out of order, refused and NACKed): success, but no engine
  *  packet came in. */
 #define LINK_CONSUMED 1
+/** link_ops.on_frame: the frame was damaged in transit (its checksum
+ *  fails): refused, nothing changed, and not held against the peer, whose
+ *  frame it may not even be (a noisy link is not a hostile peer). */
+#define LINK_DAMAGED 2
 
 typedef struct link_ops {
     const char *name;
@@ -41,8 +45,8 @@ typedef struct link_ops {
     int (*has_work)(const quay_engine *e);
     /** A framed packet from `peer`: 0 (its engine packet was taken),
      *  LINK_CONSUMED (*content: the engine's refusal of a sequenced
-     *  frame's content, else 0), or a QUAY_E* code (the frame was refused
-     *  and nothing changed). */
+     *  frame's content, else 0), LINK_DAMAGED, or a QUAY_E* code (the
+     *  intact frame was refused and nothing changed). */
     int (*on_frame)(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, int *content);
     /** The adapter finished one transmission of o (o->framed). */
     void (*on_op_done)(quay_engine *e, struct qout *o, int status);

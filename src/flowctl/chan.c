@@ -430,17 +430,19 @@ void chan_on_op_done(quay_engine *e, qout *o, int status)
 int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, int *content)
 {
     *content = 0;
-    if (len < CHAN_FRAME_LEN || b[0] != CHAN_VERSION ||
-        (b[1] != CHAN_DATA && b[1] != CHAN_ACK) || (wire_get16(b + 2) & ~CHAN_F_ALL))
-        return QUAY_EPROTO;
-    if (peer == e->rank || chan_frame_channel(b) != e->chan_id)
-        return QUAY_EPROTO; /* self traffic never travels */
+    if (len < CHAN_FRAME_LEN || peer == e->rank)
+        return QUAY_EPROTO; /* (self traffic never travels) */
+    /* The checksum first: a frame that fails it was damaged on the way,
+     * whatever its header now says, and is not held against the peer. */
     uint32_t crc = packet_crc(e, peer, e->rank, b, b + CHAN_FRAME_LEN, len - CHAN_FRAME_LEN,
                               NULL, 0);
     if (crc != wire_get32(b + 16)) {
         e->st.bad_checksum++;
-        return QUAY_EPROTO;
+        return LINK_DAMAGED;
     }
+    if (b[0] != CHAN_VERSION || (b[1] != CHAN_DATA && b[1] != CHAN_ACK) ||
+        (wire_get16(b + 2) & ~CHAN_F_ALL) || chan_frame_channel(b) != e->chan_id)
+        return QUAY_EPROTO;
     /* (a failed peer's packets never get here: quay_on_packet) */
     peer_state *ps = &e->peers[peer];
     uint8_t kind = b[1];
