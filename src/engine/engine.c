@@ -302,16 +302,18 @@ static inline int is_train(const uint8_t *b, size_t len)
     return len >= 4 && b[1] == QUAY_PKT_EAGER && (wire_get16(b + 2) & WIRE_F_MORE);
 }
 
-/* Count, trace and follow up a packet's verdict rc (0: consumed). */
 /* A packet (or a sequenced frame's content) from `peer` was refused with
- * rc: counted and traced. An honest peer sends nothing we refuse; past the
- * limit, one that keeps doing it is failed (counted on the root: the limit
- * is per peer, whatever channel its packets name). */
-static void packet_refused(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
+ * rc: counted and traced. With `strike`: an honest peer sends nothing we
+ * refuse; past the limit, one that keeps doing it is failed (counted on
+ * the root: the limit is per peer, whatever channel its packets name). */
+static void packet_refused(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc,
+                           int strike)
 {
     e->st.pkts_rejected++;
     if (e->trace_fn)
         trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, rc);
+    if (!strike)
+        return;
     quay_engine *root = e->root;
     uint32_t limit = root->cfg.malformed_limit;
     if (limit != 0 && peer != root->rank && !peer_failed(root, peer) &&
@@ -319,6 +321,7 @@ static void packet_refused(quay_engine *e, int32_t peer, const void *bytes, size
         engine_peer_hostile(root, peer, QUAY_EPROTO);
 }
 
+/* Count, trace and follow up a packet's verdict rc (0: consumed). */
 static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t len, int rc)
 {
     if (rc == 0) {
@@ -328,7 +331,7 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
     } else if (rc == QUAY_EAGAIN) {
         e->st.pkts_deferred++;
     } else if (!quay_err_is_fatal(rc)) {
-        packet_refused(e, peer, bytes, len, rc);
+        packet_refused(e, peer, bytes, len, rc, 1);
         return e->fatal ? e->fatal : rc; /* refused: it moved nothing */
     }
     if (coll_due(e))
@@ -482,16 +485,14 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
         int content;
         rc = e->link->on_frame(e, peer, bytes, len, &content);
         if (rc == LINK_DAMAGED) {
-            /* Refused, but no strike: damage is the link's, not the peer's. */
-            e->st.pkts_rejected++;
-            if (e->trace_fn)
-                trace_wire(e, QUAY_TR_REJECT, peer, bytes, len, QUAY_EPROTO);
+            /* No strike: damage is the link's, not the peer's. */
+            packet_refused(e, peer, bytes, len, QUAY_EPROTO, 0);
             return e->fatal ? e->fatal : QUAY_EPROTO;
         }
         if (rc == LINK_CONSUMED) {
             e->st.pkts_in++;
             if (content != 0) /* the frame was taken, its content refused */
-                packet_refused(e, peer, bytes, len, content);
+                packet_refused(e, peer, bytes, len, content, 1);
             if (coll_due(e))
                 e->coll.hooks->progress(e); /* (an ACK may have finished steps) */
             return e->fatal ? e->fatal : 0;
