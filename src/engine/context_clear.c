@@ -3,7 +3,7 @@
  * freeing what its objects hold outside the pools, rebuilding the free
  * lists from the slots, and emptying it for the next context (PM's C7
  * starts from an empty channel, or from a saved context that
- * src/context/snapshot.c puts back into the emptied one).
+ * src/snapshot.c puts back into the emptied one).
  *
  * The channel (pools, match bins, allocator, statistics, clock) outlives
  * its contexts; what a context owns is everything in those pools. Request

@@ -1,7 +1,7 @@
 /*
  * context_clear.h — emptying a channel's context inside the engine's own
  * pools (context_clear.c). The link (flow control) is not the engine's:
- * whoever clears a context re-initialises it (src/context/context.c).
+ * whoever clears a context re-initialises it (src/context.c).
  * context_free_heap, which engine teardown also calls, stays declared in
  * engine/internal.h.
  */

@@ -259,7 +259,7 @@ static inline int coll_due(const quay_engine *e)
  *  counted, traced (QUAY_TR_PEER_HOSTILE with `code`). */
 void engine_peer_hostile(quay_engine *root, int32_t peer, int code);
 
-/* ---- channel contexts (engine/context_clear.c, context/snapshot.c) -------- */
+/* ---- channel contexts (engine/context_clear.c, snapshot.c) ---------------- */
 /** Free what the context holds outside the pools: payload copies of live
  *  messages, communicators' rank maps (arrays may be NULL). */
 void context_free_heap(quay_engine *e);

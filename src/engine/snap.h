@@ -18,7 +18,7 @@
  * The machinery is engine/snap.c; each section lives beside the module it
  * serialises (engine/<module>_snap.c), the link's part of a peer record in
  * flowctl/fc_snap.c (reached through s->link, never called by name from
- * the engine); src/context/snapshot.c orders the sections, frames the blob
+ * the engine); src/snapshot.c orders the sections, frames the blob
  * and runs the modes.
  */
 #ifndef QUAY_ENGINE_SNAP_H

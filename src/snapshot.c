@@ -10,7 +10,7 @@
  * beside the engine module it serialises; the link's part of each peer
  * record (flowctl/fc_snap.c) is handed to the walker as its link hooks.
  */
-#include "context/context.h"
+#include "context.h"
 
 #include "engine/context_clear.h"
 #include "engine/snap.h"

@@ -5,8 +5,8 @@
  * points are in quay.h; snapshot_state stays declared in
  * engine/internal.h, where tests and fuzzers find it.
  */
-#ifndef QUAY_CONTEXT_CONTEXT_H
-#define QUAY_CONTEXT_CONTEXT_H
+#ifndef QUAY_CONTEXT_H
+#define QUAY_CONTEXT_H
 
 #include "engine/internal.h"
 
@@ -18,4 +18,4 @@ int context_switchable(const quay_engine *e);
  *  request ids keep counting. */
 void context_reset(quay_engine *e, uint32_t key);
 
-#endif /* QUAY_CONTEXT_CONTEXT_H */
+#endif /* QUAY_CONTEXT_H */

@@ -4,7 +4,7 @@
  * snapshot.c puts back into the emptied one). The engine empties its own
  * pools (engine/context_clear.c); the link starts afresh here.
  */
-#include "context/context.h"
+#include "context.h"
 
 #include "engine/context_clear.h"
 #include "flowctl/chan.h"
