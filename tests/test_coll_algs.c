@@ -109,6 +109,42 @@ static void t_table(void)
                count[k]);
 }
 
+/* Every operation is registered once under its kind, with what the
+ * generic code calls unconditionally, and its config field is the one
+ * the config check reads; its automatic choice is one of its own
+ * algorithms for any arguments. */
+static void t_ops(void)
+{
+    static const char *names[NKINDS + 1] = {NULL, "barrier", "bcast", "reduce", "allreduce"};
+    for (uint32_t k = QUAY_OFF_BARRIER; k <= QUAY_OFF_ALLREDUCE; k++) {
+        const coll_op *op = coll_op_find(k);
+        ok_msg(op != NULL && op->kind == k && strcmp(op->name, names[k]) == 0 &&
+                   op->configured != NULL && op->choose != NULL,
+               "kind %u: registered as %s", k, names[k]);
+        if (op == NULL)
+            continue;
+        quay_config c;
+        quay_config_default(&c);
+        c.coll_barrier = 11;
+        c.coll_bcast = 12;
+        c.coll_reduce = 13;
+        c.coll_allreduce = 14;
+        ok_msg(op->configured(&c) == 10 + k, "%s: reads its own config field", op->name);
+        int good = 1;
+        for (int32_t size = 1; size <= 64; size = size * 2 + 1)
+            for (size_t count = 0; count <= ((size_t)1 << 22); count = count * 3 + 1)
+                for (size_t esize = 1; esize <= 8; esize *= 2) {
+                    coll_args a = {.count = count, .esize = esize, .size = size,
+                                   .degree = 2, .commutative = 1};
+                    const coll_alg *g = coll_alg_find(k, op->choose(&a));
+                    if (g == NULL || coll_alg_decide(k, QUAY_COLL_AUTO, &a) == NULL)
+                        good = 0;
+                }
+        ok_msg(good, "%s: its automatic choice is registered for it", op->name);
+    }
+    ok(coll_op_find(0) == NULL && coll_op_find(QUAY_OFF_ALLREDUCE + 1) == NULL);
+}
+
 /* ---- the config check and the agent's --------------------------------------------- */
 
 static quay_config base_cfg(void)
@@ -331,6 +367,7 @@ int main(void)
 {
     subtest("public values: registered, named", t_public);
     subtest("the table", t_table);
+    subtest("the operations", t_ops);
     subtest("config check: the registered ids", t_config);
     subtest("agent posts: the registered ids", t_agent);
     subtest("every registered algorithm runs", t_run);

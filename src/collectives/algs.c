@@ -1,8 +1,8 @@
 /*
- * algs.c — the registry's table (algs.h), the automatic decision of each
- * operation (docs/collectives.md), and everything that asks which
- * algorithms exist: the config check, quay_agent_post's, and
- * quay_coll_alg_name.
+ * algs.c — the registry's tables (algs.h: operations and algorithms), the
+ * decision (an operation's automatic choice, then fallbacks), and
+ * everything that asks which algorithms exist: the config check,
+ * quay_agent_post's, and quay_coll_alg_name.
  */
 #include "collectives/algs.h"
 
@@ -26,53 +26,28 @@ const coll_alg *coll_alg_find(uint32_t kind, uint32_t id)
     return NULL;
 }
 
-/* ---- the automatic decision, per operation --------------------------------------- */
+/* ---- operations ------------------------------------------------------------------- */
 
-static int32_t pof2_below(int32_t n)
+#define COLL_OP_ENTRY(op) &op,
+static const coll_op *const coll_ops[] = {COLL_OPS(COLL_OP_ENTRY)};
+#undef COLL_OP_ENTRY
+
+const coll_op *coll_op_find(uint32_t kind)
 {
-    int32_t p = 1;
-    while (p * 2 <= n)
-        p *= 2;
-    return p;
+    for (size_t i = 0; i < sizeof coll_ops / sizeof coll_ops[0]; i++)
+        if (coll_ops[i]->kind == kind)
+            return coll_ops[i];
+    return NULL;
 }
 
-static uint32_t choose_bcast(const coll_args *a)
-{
-    if (a->count < 12288 || a->size < 8)
-        return QUAY_BCAST_BINOMIAL; /* latency bound: log n messages */
-    if (a->count < 524288)
-        return QUAY_BCAST_SCATTER_ALLGATHER; /* ~2 len per rank, log n + n steps */
-    return QUAY_BCAST_CHAIN; /* bandwidth bound: pipelined, len per rank */
-}
-
-/* (A non-commutative op ends at recursive doubling by the fallbacks: the
- * split algorithms reorder operands.) */
-static uint32_t choose_allreduce(const coll_args *a)
-{
-    /* Short: log n rounds of the whole vector beat any split. Long:
-     * Rabenseifner moves 2 len per rank in 2 log n rounds; the ring moves
-     * as much in 2(n - 1) rounds, worth it only for few ranks. */
-    size_t bytes = a->count * a->esize;
-    if (bytes <= 2048 || a->count < (size_t)pof2_below(a->size))
-        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
-    if (a->size <= 8 && bytes >= 1048576)
-        return QUAY_ALLREDUCE_RING;
-    return QUAY_ALLREDUCE_RABENSEIFNER;
-}
-
-static uint32_t choose(uint32_t kind, const coll_args *a)
-{
-    switch (kind) {
-    case QUAY_OFF_BARRIER: return QUAY_BARRIER_DISSEMINATION; /* ceil(log2 n) for any n */
-    case QUAY_OFF_BCAST: return choose_bcast(a);
-    case QUAY_OFF_REDUCE: return QUAY_REDUCE_BINOMIAL;
-    default: return choose_allreduce(a);
-    }
-}
+/* ---- the decision --------------------------------------------------------------- */
 
 const coll_alg *coll_alg_decide(uint32_t kind, uint32_t alg, const coll_args *a)
 {
-    const coll_alg *g = coll_alg_find(kind, alg == QUAY_COLL_AUTO ? choose(kind, a) : alg);
+    const coll_op *op = coll_op_find(kind);
+    if (op == NULL)
+        return NULL;
+    const coll_alg *g = coll_alg_find(kind, alg == QUAY_COLL_AUTO ? op->choose(a) : alg);
     /* (bounded: test_coll_algs checks that every chain ends) */
     for (size_t hops = 0; g != NULL && !g->usable(a) && hops < coll_nalgs; hops++)
         g = coll_alg_find(kind, g->fallback);
@@ -83,17 +58,11 @@ const coll_alg *coll_alg_decide(uint32_t kind, uint32_t alg, const coll_args *a)
 
 void coll_alg_build(const coll_alg *g, coll_sched *s, const coll_args *a)
 {
-    int nothing = s->size == 1 || (g->kind != QUAY_OFF_BARRIER && a->count == 0);
-    if (!nothing) {
+    const coll_op *op = coll_op_find(g->kind);
+    if (s->size != 1 && !(op->counted && a->count == 0))
         g->build(s, a);
-        return;
-    }
-    /* Every member's call completes at once; a reduction's operand still
-     * lands in its result buffer (only the root's, for reduce). */
-    int copies = g->kind == QUAY_OFF_ALLREDUCE ||
-                 (g->kind == QUAY_OFF_REDUCE && s->rank == a->root);
-    if (copies && !a->in_place && a->count != 0)
-        cs_copy(s, CB_RECV, 0, CB_SEND, 0, a->count * s->esize);
+    else if (op->trivial != NULL)
+        op->trivial(s, a); /* every member's call completes at once */
 }
 
 /* ---- which algorithms exist ----------------------------------------------------- */
@@ -105,15 +74,14 @@ static int known(uint32_t kind, uint32_t alg)
 
 int coll_alg_known(uint32_t kind, uint32_t alg)
 {
-    return kind >= QUAY_OFF_BARRIER && kind <= QUAY_OFF_ALLREDUCE && known(kind, alg);
+    return coll_op_find(kind) != NULL && known(kind, alg);
 }
 
 int coll_config_check(const quay_config *c)
 {
-    if (!known(QUAY_OFF_BARRIER, c->coll_barrier) || !known(QUAY_OFF_BCAST, c->coll_bcast) ||
-        !known(QUAY_OFF_REDUCE, c->coll_reduce) ||
-        !known(QUAY_OFF_ALLREDUCE, c->coll_allreduce))
-        return QUAY_EINVAL;
+    for (size_t i = 0; i < sizeof coll_ops / sizeof coll_ops[0]; i++)
+        if (!known(coll_ops[i]->kind, coll_ops[i]->configured(c)))
+            return QUAY_EINVAL;
     return 0;
 }
 

@@ -20,6 +20,7 @@ typedef struct coll_args {
     int32_t size;        /* communicator size */
     int32_t root;        /* bcast, reduce */
     uint32_t degree;     /* the barrier tree's: coll_tree_degree */
+    uint32_t dt;         /* reductions: the quay_dtype, else 0 */
     uint8_t in_place;    /* reduce, allreduce: the operand is in rbuf */
     uint8_t commutative; /* reduce, allreduce */
 } coll_args;
@@ -76,6 +77,73 @@ coll_usable_fn coll_usable_any;
     coll_usable_fn usable;
 COLL_ALGS(COLL_ALG_DECLARE)
 #undef COLL_ALG_DECLARE
+
+/* ---- operations ------------------------------------------------------------------ */
+
+/* One collective operation, defined in its own file beside its call
+ * (bcast.c: quay_ibcast and coll_op_bcast) and its algorithms. The
+ * generic parts (coll.c's launch, offload.c's agent post, the config
+ * check) reach it only through this. */
+typedef struct coll_op {
+    uint32_t kind;    /* QUAY_OFF_* */
+    const char *name; /* the call's name without its "quay_i" */
+    /** The algorithm the config asks for (its field of quay_config;
+     *  never NULL). */
+    uint32_t (*configured)(const quay_config *c);
+    /* Each hook below may be NULL: nothing to do. */
+    /** quay_agent_post: d's fields that only this operation has (kind,
+     *  alg, size, world and ctx are checked before): 0, QUAY_EINVAL or
+     *  QUAY_ERANK. */
+    int (*check)(const quay_engine *e, const quay_offload *d);
+    /** What the decision and the builders read from d: root, dt, esize,
+     *  in_place, commutative (count, size and degree are set before). */
+    void (*args)(const quay_offload *d, coll_args *a);
+    /** Where the schedule finds its buffers (and its reduction). */
+    void (*bind)(coll_sched *s, const quay_offload *d, const coll_args *a);
+    /** The automatic choice (QUAY_COLL_AUTO); fallbacks apply after it
+     *  (never NULL). */
+    uint32_t (*choose)(const coll_args *a);
+    /** A call with nothing to move (one member, or count 0 when
+     *  `counted`): what it must do anyway. */
+    void (*trivial)(coll_sched *s, const coll_args *a);
+    uint8_t counted;  /* count 0 moves nothing (not so for a barrier) */
+} coll_op;
+
+/* The operations: X(descriptor), one line each, defined in the
+ * operation's file. */
+#define COLL_OPS(X) X(coll_op_barrier) X(coll_op_bcast) X(coll_op_reduce) X(coll_op_allreduce)
+
+#define COLL_OP_DECLARE(op) extern const coll_op op;
+COLL_OPS(COLL_OP_DECLARE)
+#undef COLL_OP_DECLARE
+
+/** The operation of kind (a quay_offload_kind), or NULL. */
+const coll_op *coll_op_find(uint32_t kind);
+
+/* ---- what the operations' files share (coll.c) ------------------------------------- */
+
+/** A call's common checks: e, req and the communicator (*req = NULL). */
+int coll_call_args(quay_engine *e, quay_comm *c, quay_req **req);
+/** Checks shared by the reductions: the op, the buffers, the count. */
+int coll_reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void *rbuf,
+                     size_t count, quay_dtype dt, const quay_op *op, int need_rbuf,
+                     quay_req **req);
+/** quay_agent_post's check of a reduction's operand (its op is the
+ *  caller's to check first): need_rbuf where the result lands on this
+ *  member. */
+int coll_reduce_post_check(const quay_offload *d, int need_rbuf);
+/** Post call d on c (its kind, alg and arguments filled): run it here,
+ *  or hand it to the NIC agent. */
+int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req);
+/** coll_args for a reduction: dt, esize, in_place, commutative. */
+void coll_reduce_fill_args(const quay_offload *d, coll_args *a);
+/** The schedule's buffers and reduction, for a reduction. */
+void coll_reduce_bind(coll_sched *s, const quay_offload *d, const coll_args *a);
+/** A reduction with nothing to move: the operand still lands in the
+ *  result buffer where there is one. */
+void coll_reduce_trivial(coll_sched *s, const coll_args *a);
+
+/* ---- algorithms ------------------------------------------------------------------ */
 
 /* The table, in registry order, and its length. */
 extern const coll_alg coll_algs[];

@@ -304,3 +304,61 @@ int coll_allreduce_ring_usable(const coll_args *a)
 {
     return a->commutative && 2 * (uint64_t)a->size - 2 <= CS_SUBTAG_MAX;
 }
+
+/* ---- the call ------------------------------------------------------------------- */
+
+static uint32_t allreduce_configured(const quay_config *c) { return c->coll_allreduce; }
+
+static int allreduce_check(const quay_engine *e, const quay_offload *d)
+{
+    (void)e;
+    if (op_check(&d->op, d->dt) != 0 || (d->count != 0 && d->rbuf == NULL))
+        return QUAY_EINVAL;
+    return coll_reduce_post_check(d, 1);
+}
+
+static int32_t pof2_below(int32_t n)
+{
+    int32_t p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+/* (A non-commutative op ends at recursive doubling by the fallbacks: the
+ * split algorithms reorder operands.) */
+static uint32_t allreduce_choose(const coll_args *a)
+{
+    /* Short: log n rounds of the whole vector beat any split. Long:
+     * Rabenseifner moves 2 len per rank in 2 log n rounds; the ring moves
+     * as much in 2(n - 1) rounds, worth it only for few ranks. */
+    size_t bytes = a->count * a->esize;
+    if (bytes <= 2048 || a->count < (size_t)pof2_below(a->size))
+        return QUAY_ALLREDUCE_RECURSIVE_DOUBLING;
+    if (a->size <= 8 && bytes >= 1048576)
+        return QUAY_ALLREDUCE_RING;
+    return QUAY_ALLREDUCE_RABENSEIFNER;
+}
+
+const coll_op coll_op_allreduce = {
+    .kind = QUAY_OFF_ALLREDUCE,
+    .name = "allreduce",
+    .configured = allreduce_configured,
+    .check = allreduce_check,
+    .args = coll_reduce_fill_args,
+    .bind = coll_reduce_bind,
+    .choose = allreduce_choose,
+    .trivial = coll_reduce_trivial,
+    .counted = 1,
+};
+
+int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
+                    quay_dtype dt, const quay_op *op, quay_req **req)
+{
+    int rc = coll_reduce_args(e, c, sbuf, rbuf, count, dt, op, 1, req);
+    if (rc != 0)
+        return rc;
+    quay_offload d = {.kind = QUAY_OFF_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf,
+                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_allreduce};
+    return coll_call(e, c, &d, req);
+}

@@ -78,3 +78,31 @@ void coll_barrier_tree(coll_sched *s, const coll_args *a)
         cs_dep(s, down, cs_send(s, (int32_t)ch, CB_RECV, 0, 0, 1));
     }
 }
+
+/* ---- the call ------------------------------------------------------------------- */
+
+static uint32_t barrier_configured(const quay_config *c) { return c->coll_barrier; }
+
+/* ceil(log2 n) rounds for any n. */
+static uint32_t barrier_choose(const coll_args *a)
+{
+    (void)a;
+    return QUAY_BARRIER_DISSEMINATION;
+}
+
+/* (No root, buffers or reduction: nothing to check, fill or bind.) */
+const coll_op coll_op_barrier = {
+    .kind = QUAY_OFF_BARRIER,
+    .name = "barrier",
+    .configured = barrier_configured,
+    .choose = barrier_choose,
+};
+
+int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
+{
+    int rc = coll_call_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    quay_offload d = {.kind = QUAY_OFF_BARRIER, .alg = e->cfg.coll_barrier};
+    return coll_call(e, c, &d, req);
+}

@@ -198,3 +198,64 @@ void coll_build_bcast_bypass(coll_sched *s, size_t len, int32_t root, int early)
         }
     }
 }
+
+/* ---- the call ------------------------------------------------------------------- */
+
+static uint32_t bcast_configured(const quay_config *c) { return c->coll_bcast; }
+
+static int bcast_check(const quay_engine *e, const quay_offload *d)
+{
+    (void)e;
+    if (d->count != 0 && d->rbuf == NULL)
+        return QUAY_EINVAL;
+    return d->root < 0 || d->root >= d->size ? QUAY_ERANK : 0;
+}
+
+static void bcast_args(const quay_offload *d, coll_args *a)
+{
+    a->root = d->root;
+    a->in_place = d->sbuf == QUAY_IN_PLACE;
+}
+
+/* (The root sends from the buffer everyone else receives into.) */
+static void bcast_bind(coll_sched *s, const quay_offload *d, const coll_args *a)
+{
+    (void)a;
+    s->rbuf = d->rbuf;
+    s->sbuf = d->rbuf;
+}
+
+static uint32_t bcast_choose(const coll_args *a)
+{
+    if (a->count < 12288 || a->size < 8)
+        return QUAY_BCAST_BINOMIAL; /* latency bound: log n messages */
+    if (a->count < 524288)
+        return QUAY_BCAST_SCATTER_ALLGATHER; /* ~2 len per rank, log n + n steps */
+    return QUAY_BCAST_CHAIN; /* bandwidth bound: pipelined, len per rank */
+}
+
+const coll_op coll_op_bcast = {
+    .kind = QUAY_OFF_BCAST,
+    .name = "bcast",
+    .configured = bcast_configured,
+    .check = bcast_check,
+    .args = bcast_args,
+    .bind = bcast_bind,
+    .choose = bcast_choose,
+    .counted = 1,
+};
+
+int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
+                quay_req **req)
+{
+    int rc = coll_call_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    if (buf == NULL && len != 0)
+        return QUAY_EINVAL;
+    if (root < 0 || root >= c->size)
+        return QUAY_ERANK;
+    quay_offload d = {.kind = QUAY_OFF_BCAST, .root = root, .rbuf = buf, .count = len,
+                      .alg = e->cfg.coll_bcast};
+    return coll_call(e, c, &d, req);
+}

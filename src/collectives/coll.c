@@ -1,6 +1,9 @@
 /*
- * coll.c — the collective calls: argument checks, then the algorithm the
- * registry decides (algs.c), built and started.
+ * coll.c — what every collective call shares: argument checks, the
+ * decision (algs.c) and the schedule built and started, here or on the
+ * NIC agent. Each operation's own call, checks and choice live in its
+ * file (barrier.c, bcast.c, reduce.c, allreduce.c), reached through its
+ * coll_op.
  */
 #include "collectives/algs.h"
 
@@ -12,7 +15,7 @@ static int comm_usable(const quay_engine *e, const quay_comm *c)
            !c->internal;
 }
 
-static int common_args(quay_engine *e, quay_comm *c, quay_req **req)
+int coll_call_args(quay_engine *e, quay_comm *c, quay_req **req)
 {
     if (e == NULL || req == NULL)
         return QUAY_EINVAL;
@@ -33,21 +36,20 @@ static int common_args(quay_engine *e, quay_comm *c, quay_req **req)
 int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
                 quay_req **req)
 {
-    int in_place = d->sbuf == QUAY_IN_PLACE;
+    const coll_op *op = coll_op_find(d->kind);
+    if (op == NULL)
+        return QUAY_EINVAL; /* (calls and agent posts are checked before) */
     int bypass = !offloaded && bypass_applies(e, c, d);
-    int reduction = d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE;
     coll_args args = {
         .count = d->count,
-        .esize = reduction ? op_dtype_size(d->dt) : 0,
         .size = c->size,
-        .root = d->kind == QUAY_OFF_BARRIER ? 0 : d->root,
         .degree = e->cfg.coll_tree_degree,
-        .in_place = (uint8_t)in_place,
-        .commutative = (uint8_t)(reduction && op_commutative(&d->op)),
     };
+    if (op->args != NULL)
+        op->args(d, &args);
     const coll_alg *g = coll_alg_decide(d->kind, d->alg, &args);
     if (g == NULL)
-        return QUAY_EINVAL; /* (config and agent posts are checked before) */
+        return QUAY_EINVAL;
 
     coll_shape shape;
     memset(&shape, 0, sizeof shape);
@@ -57,12 +59,10 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     shape.size = c->size;
     shape.rank = c->myrank;
     shape.count = d->count;
-    if (d->kind != QUAY_OFF_BARRIER) {
-        shape.root = d->root;
-        shape.dt = d->dt;
-        shape.in_place = (uint8_t)in_place;
-        shape.commutative = args.commutative;
-    }
+    shape.root = args.root;
+    shape.dt = args.dt;
+    shape.in_place = args.in_place;
+    shape.commutative = args.commutative;
 
     int rc;
     /* Bypass schedules are never reused: their gate and early start
@@ -72,21 +72,13 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
         return rc;
     s->offloaded = (uint8_t)offloaded;
     s->cookie = d->cookie;
-    if (d->kind == QUAY_OFF_BCAST) {
-        s->rbuf = d->rbuf;
-        s->sbuf = d->rbuf;
-    } else if (d->kind != QUAY_OFF_BARRIER) {
-        s->op = d->op;
-        s->dt = d->dt;
-        s->esize = args.esize;
-        s->sbuf = in_place ? NULL : d->sbuf;
-        s->rbuf = d->rbuf;
-    }
+    if (op->bind != NULL)
+        op->bind(s, d, &args);
     if (!s->reused) {
         if (bypass && d->kind == QUAY_OFF_BCAST)
             coll_build_bcast_bypass(s, d->count, d->root, 0);
         else if (bypass)
-            coll_build_reduce_bypass(s, d->count, d->root, in_place, 0);
+            coll_build_reduce_bypass(s, d->count, d->root, args.in_place, 0);
         else
             coll_alg_build(g, s, &args);
         if (!bypass)
@@ -95,8 +87,7 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     return sched_start(s, req);
 }
 
-/* The call's description: run here, or hand it to the NIC agent. */
-static int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req)
+int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req)
 {
     d->ctx = c->ctx;
     d->size = c->size;
@@ -111,38 +102,13 @@ static int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **r
     return coll_launch(e, c, d, 0, req);
 }
 
-/* ---- calls ---------------------------------------------------------------------- */
+/* ---- what the reductions share ------------------------------------------------ */
 
-int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
+int coll_reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void *rbuf,
+                     size_t count, quay_dtype dt, const quay_op *op, int need_rbuf,
+                     quay_req **req)
 {
-    int rc = common_args(e, c, req);
-    if (rc != 0)
-        return rc;
-    quay_offload d = {.kind = QUAY_OFF_BARRIER, .alg = e->cfg.coll_barrier};
-    return coll_call(e, c, &d, req);
-}
-
-int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t root,
-                quay_req **req)
-{
-    int rc = common_args(e, c, req);
-    if (rc != 0)
-        return rc;
-    if (buf == NULL && len != 0)
-        return QUAY_EINVAL;
-    if (root < 0 || root >= c->size)
-        return QUAY_ERANK;
-    quay_offload d = {.kind = QUAY_OFF_BCAST, .root = root, .rbuf = buf, .count = len,
-                      .alg = e->cfg.coll_bcast};
-    return coll_call(e, c, &d, req);
-}
-
-/* Checks shared by reduce and allreduce. */
-static int reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void *rbuf,
-                       size_t count, quay_dtype dt, const quay_op *op, int need_rbuf,
-                       quay_req **req)
-{
-    int rc = common_args(e, c, req);
+    int rc = coll_call_args(e, c, req);
     if (rc != 0)
         return rc;
     if (op == NULL || op_check(op, dt) != 0)
@@ -157,29 +123,35 @@ static int reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const voi
     return 0;
 }
 
-int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
-                 quay_dtype dt, const quay_op *op, int32_t root, quay_req **req)
+/* The operand, as quay_ireduce / quay_iallreduce want it: there, or
+ * QUAY_IN_PLACE where the result lands. */
+int coll_reduce_post_check(const quay_offload *d, int need_rbuf)
 {
-    int rc = common_args(e, c, req);
-    if (rc != 0)
-        return rc;
-    if (root < 0 || root >= c->size)
-        return QUAY_ERANK;
-    rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, root == c->myrank, req);
-    if (rc != 0)
-        return rc;
-    quay_offload d = {.kind = QUAY_OFF_REDUCE, .root = root, .sbuf = sbuf, .rbuf = rbuf,
-                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_reduce};
-    return coll_call(e, c, &d, req);
+    if ((d->count != 0 && d->sbuf == NULL) ||
+        (d->sbuf == QUAY_IN_PLACE && (!need_rbuf || d->rbuf == NULL)))
+        return QUAY_EINVAL;
+    return 0;
 }
 
-int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
-                    quay_dtype dt, const quay_op *op, quay_req **req)
+void coll_reduce_fill_args(const quay_offload *d, coll_args *a)
 {
-    int rc = reduce_args(e, c, sbuf, rbuf, count, dt, op, 1, req);
-    if (rc != 0)
-        return rc;
-    quay_offload d = {.kind = QUAY_OFF_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf,
-                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_allreduce};
-    return coll_call(e, c, &d, req);
+    a->dt = d->dt;
+    a->esize = op_dtype_size(d->dt);
+    a->in_place = d->sbuf == QUAY_IN_PLACE;
+    a->commutative = (uint8_t)op_commutative(&d->op);
+}
+
+void coll_reduce_bind(coll_sched *s, const quay_offload *d, const coll_args *a)
+{
+    s->op = d->op;
+    s->dt = d->dt;
+    s->esize = a->esize;
+    s->sbuf = a->in_place ? NULL : d->sbuf;
+    s->rbuf = d->rbuf;
+}
+
+void coll_reduce_trivial(coll_sched *s, const coll_args *a)
+{
+    if (!a->in_place && a->count != 0)
+        cs_copy(s, CB_RECV, 0, CB_SEND, 0, a->count * s->esize);
 }

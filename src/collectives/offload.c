@@ -175,30 +175,17 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
         return QUAY_EINVAL;
     if (e->fatal)
         return e->fatal;
-    if (d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE) {
-        if (op_check(&d->op, d->dt) != 0 || (d->count != 0 && d->rbuf == NULL && d->kind ==
-                                             QUAY_OFF_ALLREDUCE))
-            return QUAY_EINVAL;
-    } else if (d->kind == QUAY_OFF_BCAST && d->count != 0 && d->rbuf == NULL) {
-        return QUAY_EINVAL;
-    }
-    if ((d->kind == QUAY_OFF_BCAST || d->kind == QUAY_OFF_REDUCE) &&
-        (d->root < 0 || d->root >= d->size))
-        return QUAY_ERANK;
-    /* The operand, as quay_ireduce / quay_iallreduce want it: there, or
-     * QUAY_IN_PLACE where the result lands (a reduce's root). */
-    if ((d->kind == QUAY_OFF_REDUCE || d->kind == QUAY_OFF_ALLREDUCE) &&
-        ((d->count != 0 && d->sbuf == NULL) ||
-         (d->sbuf == QUAY_IN_PLACE &&
-          (d->rbuf == NULL || (d->kind == QUAY_OFF_REDUCE && d->world[d->root] != e->rank)))))
-        return QUAY_EINVAL;
+    const coll_op *op = coll_op_find(d->kind);
+    int rc = op->check != NULL ? op->check(e, d) : 0;
+    if (rc != 0)
+        return rc;
     struct coll_offload *st = off_state(e);
     if (st == NULL || e->coll.st->nactive + st->rep_count >= e->cfg.coll_max ||
         rep_reserve(e, st, e->coll.st->nactive + st->rep_count + 1) != 0)
         return QUAY_EAGAIN;
     quay_comm *c = comm_lookup(e, d->ctx);
     if (c == NULL) {
-        int rc = comm_create(e, d->ctx, d->size, d->world, 0, &c);
+        rc = comm_create(e, d->ctx, d->size, d->world, 0, &c);
         if (rc != 0)
             return rc;
     } else if (c->size != d->size) {

@@ -174,3 +174,63 @@ void coll_reduce_bypass_claim(coll_sched *s, int32_t root, int in_place)
         f->subtag = 1;
     }
 }
+
+/* ---- the call ------------------------------------------------------------------- */
+
+static uint32_t reduce_configured(const quay_config *c) { return c->coll_reduce; }
+
+static int reduce_check(const quay_engine *e, const quay_offload *d)
+{
+    if (op_check(&d->op, d->dt) != 0)
+        return QUAY_EINVAL;
+    if (d->root < 0 || d->root >= d->size)
+        return QUAY_ERANK;
+    return coll_reduce_post_check(d, d->world[d->root] == e->rank);
+}
+
+static void reduce_args(const quay_offload *d, coll_args *a)
+{
+    a->root = d->root;
+    coll_reduce_fill_args(d, a);
+}
+
+static uint32_t reduce_choose(const coll_args *a)
+{
+    (void)a;
+    return QUAY_REDUCE_BINOMIAL;
+}
+
+/* Only the root has a result. */
+static void reduce_trivial(coll_sched *s, const coll_args *a)
+{
+    if (s->rank == a->root)
+        coll_reduce_trivial(s, a);
+}
+
+const coll_op coll_op_reduce = {
+    .kind = QUAY_OFF_REDUCE,
+    .name = "reduce",
+    .configured = reduce_configured,
+    .check = reduce_check,
+    .args = reduce_args,
+    .bind = coll_reduce_bind,
+    .choose = reduce_choose,
+    .trivial = reduce_trivial,
+    .counted = 1,
+};
+
+int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, size_t count,
+                 quay_dtype dt, const quay_op *op, int32_t root, quay_req **req)
+{
+    int rc = coll_call_args(e, c, req);
+    if (rc != 0)
+        return rc;
+    if (root < 0 || root >= c->size)
+        return QUAY_ERANK;
+    rc = coll_reduce_args(e, c, sbuf, rbuf, count, dt, op, root == c->myrank, req);
+    if (rc != 0)
+        return rc;
+    quay_offload d = {.kind = QUAY_OFF_REDUCE, .root = root, .sbuf = sbuf, .rbuf = rbuf,
+                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_reduce};
+    return coll_call(e, c, &d, req);
+}
