@@ -56,7 +56,8 @@ typedef struct job {
 
 static job J[NJOBS];
 static long busy_switches; /* switches while some job still had traffic */
-static quay_engine *user[NR]; /* channel 1 of each engine */
+static quay_engine *user[NR]; /* channel 1 of each engine: its calls */
+static quay_channel *uch[NR];  /* ... and as a context (save, restore) */
 
 static uint8_t pattern(int j, int a, int b, int k, size_t i)
 {
@@ -241,18 +242,18 @@ static int context_switch(int from, int to, int round, int loss_pct)
     for (int r = 0; r < NR; r++) {                                        /* C6 */
         job *jb = &J[from];
         size_t need = 0;
-        if (quay_engine_save(user[r], NULL, 0, &need) != QUAY_ENOBUFS)
+        if (quay_channel_save(uch[r], NULL, 0, &need) != QUAY_ENOBUFS)
             return 0;
         unsigned char *b = realloc(jb->blob[r], need);
         if (b == NULL)
             return 0;
         jb->blob[r] = b;
-        if (quay_engine_save(user[r], b, need, &jb->blob_len[r]) != 0)
+        if (quay_channel_save(uch[r], b, need, &jb->blob_len[r]) != 0)
             return 0;
     }
     for (int r = 0; r < NR; r++) {                                        /* C7 */
         int rc = J[to].started
-                     ? quay_engine_restore(user[r], J[to].blob[r], J[to].blob_len[r])
+                     ? quay_channel_restore(uch[r], J[to].blob[r], J[to].blob_len[r])
                      : quay_channel_reset(user[r], 0xB0B00000u + (uint32_t)to);
         if (rc != 0)
             return 0;
@@ -285,8 +286,10 @@ static int seeded_run(uint64_t seed, uint32_t flow, int *switches_out, uint64_t 
     if (tn_init(&T, NR, &c) != 0)
         return 1;
     now_ns = 0;
-    for (int r = 0; r < NR; r++)
-        user[r] = quay_engine_channel(T.e[r], 1);
+    for (int r = 0; r < NR; r++) {
+        uch[r] = quay_channel_get(T.e[r], 1);
+        user[r] = quay_channel_engine(uch[r]);
+    }
     for (int j = 0; j < NJOBS; j++)
         for (int a = 0; a < NR; a++)
             for (int b = 0; b < NR; b++)
@@ -366,8 +369,56 @@ static void t_seeded(void)
                         "(%llu)", (unsigned long long)refused);
 }
 
+/* The channel handle: a name of its own for a channel as a context. */
+static void t_handles(void)
+{
+    quay_config c;
+    tn_config(&c, 0, 2);
+    c.flow = QUAY_FLOW_ACKNACK;
+    c.channels = 3;
+    if (!is_int(tn_init(&T, 2, &c), 0))
+        return;
+    quay_engine *e = T.e[0];
+    for (uint32_t k = 0; k < 3; k++) {
+        quay_channel *ch = quay_channel_get(e, k);
+        ok_msg(ch != NULL && quay_channel_engine(ch) == quay_engine_channel(e, k) &&
+                   quay_channel_id(ch) == k,
+               "channel %u: its engine handle and id", k);
+        /* (any handle of the engine finds it) */
+        ok(quay_channel_get(quay_engine_channel(e, 2), k) == ch);
+    }
+    ok(quay_channel_get(e, 3) == NULL && quay_channel_get(NULL, 0) == NULL);
+    ok(quay_channel_engine(NULL) == NULL && quay_channel_id(NULL) == UINT32_MAX);
+    size_t len = 0;
+    is_int(quay_channel_save(NULL, NULL, 0, &len), QUAY_EINVAL);
+    is_int(quay_channel_restore(NULL, "x", 1), QUAY_EINVAL);
+
+    /* The same blob through either name, and back. */
+    quay_channel *ch = quay_channel_get(e, 1);
+    quay_engine *h = quay_channel_engine(ch);
+    is_int(quay_channel_save(ch, NULL, 0, &len), QUAY_EBUSY); /* not quiesced */
+    is_int(quay_channel_quiesce(h), 0);
+    size_t need = 0, need2 = 0;
+    is_int(quay_channel_save(ch, NULL, 0, &need), QUAY_ENOBUFS);
+    is_int(quay_engine_save(h, NULL, 0, &need2), QUAY_ENOBUFS);
+    unsigned char *a = malloc(need), *b = malloc(need);
+    if (ok(a != NULL && b != NULL && need == need2)) {
+        is_int(quay_channel_save(ch, a, need, &len), 0);
+        is_int(quay_engine_save(h, b, need, &len), 0);
+        ok(len == need && memcmp(a, b, need) == 0);
+        is_int(quay_channel_restore(ch, a, len), 0);
+        a[len / 2] ^= 1;
+        is_int(quay_channel_restore(ch, a, len), QUAY_ECORRUPT);
+        is_int(quay_channel_resume(h), 0);
+    }
+    free(a);
+    free(b);
+    tn_fini(&T);
+}
+
 int main(void)
 {
+    subtest("channel handles", t_handles);
     flow_of_run = QUAY_FLOW_ACKNACK;
     subtest("ACK/NACK: 2 jobs, 4 ranks, 20 seeds x 50+ switches, 5 % loss, 5 % dup", t_seeded);
     flow_of_run = QUAY_FLOW_CREDIT;

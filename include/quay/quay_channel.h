@@ -13,6 +13,39 @@ extern "C" {
 #endif
 
 /*
+ * A channel (cfg.channels) is one context of an engine: its own sequence
+ * numbers, flow control, communicators and pools. quay_channel names a
+ * channel as the object that is quiesced, saved, restored and reset; the
+ * calls that post work on it take its engine handle (quay_channel_engine,
+ * the same as quay_engine_channel). The engine-handle forms below
+ * (quay_channel_quiesce(quay_engine *), quay_engine_save, ...) stay as
+ * they are: given a channel's engine handle they act on that channel.
+ */
+
+/** A channel of an engine: opaque, valid as long as its engine. */
+typedef struct quay_channel quay_channel;
+
+/** Channel `ch` (0 <= ch < cfg.channels) of the engine `e` belongs to
+ *  (any of its handles); NULL if `e` is NULL or `ch` out of range. */
+QUAY_API quay_channel *quay_channel_get(quay_engine *e, uint32_t ch);
+
+/** The handle that posts calls on channel `c` (communicators, sends,
+ *  receives, stats, trace): quay_engine_channel(e, ch). NULL for NULL. */
+QUAY_API quay_engine *quay_channel_engine(quay_channel *c);
+
+/** Channel `c`'s index (what quay_channel_get took); UINT32_MAX for
+ *  NULL. */
+QUAY_API uint32_t quay_channel_id(const quay_channel *c);
+
+/** Save channel `c`'s context: quay_engine_save of its engine handle
+ *  (same blob, same preconditions and codes; QUAY_EINVAL for NULL). */
+QUAY_API int quay_channel_save(const quay_channel *c, void *buf, size_t cap, size_t *len);
+
+/** Restore a saved context into channel `c`: quay_engine_restore of its
+ *  engine handle (same preconditions and codes; QUAY_EINVAL for NULL). */
+QUAY_API int quay_channel_restore(quay_channel *c, const void *blob, size_t len);
+
+/*
  * Channel quiesce (flow control only), PM's context-switch steps C1-C4:
  * quiesce stops every new packet to other ranks (C1: they wait, built or
  * not, and nothing is lost); retransmissions, ACKs, NACKs, credit grants
