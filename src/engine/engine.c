@@ -1,5 +1,5 @@
 /*
- * engine.c — engine lifetime, packet dispatch, time, statistics, trace.
+ * engine.c — engine lifetime, packet dispatch, time, statistics.
  *
  * quay_on_packet decodes the header (syntax) and hands the packet to the
  * protocol module that owns its type; that module checks semantics (ids,
@@ -9,44 +9,6 @@
 #include "engine/engine.h"
 #include "engine/internal.h"
 #include "engine/payload.h"
-
-#include <stdlib.h>
-
-/* ---- allocation through the hooks ----------------------------------------- */
-
-static void *libc_alloc(size_t n, void *ctx)
-{
-    QUAY_UNUSED(ctx);
-    return malloc(n);
-}
-
-static void libc_release(void *p, void *ctx)
-{
-    QUAY_UNUSED(ctx);
-    free(p);
-}
-
-void *qalloc(quay_engine *e, size_t n)
-{
-    return e->a.alloc(n ? n : 1, e->a.ctx);
-}
-
-void qfree(quay_engine *e, void *p)
-{
-    if (p != NULL)
-        e->a.release(p, e->a.ctx);
-}
-
-/* Allocate a zeroed array of n elements of size sz (n*sz checked). */
-static void *qcalloc(quay_engine *e, size_t n, size_t sz)
-{
-    if (sz != 0 && n > SIZE_MAX / sz)
-        return NULL;
-    void *p = qalloc(e, n * sz);
-    if (p != NULL)
-        memset(p, 0, n * sz);
-    return p;
-}
 
 /* ---- create / free --------------------------------------------------------- */
 
@@ -180,9 +142,7 @@ int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **
         return rc;
     quay_allocator a = c.alloc;
     if (a.alloc == NULL) {
-        a.alloc = libc_alloc;
-        a.release = libc_release;
-        a.ctx = NULL;
+        a = alloc_libc();
     }
     quay_engine *root = NULL;
     rc = channel_new(&c, &a, parts, 0, NULL, &root);
@@ -635,56 +595,6 @@ int quay_on_op_done(quay_engine *e, uint64_t token, int status)
 }
 
 /* ---- introspection ----------------------------------------------------------- */
-
-void quay_set_trace(quay_engine *e, quay_trace_fn fn, void *ctx)
-{
-    if (e == NULL)
-        return;
-    e->trace_fn = fn;
-    e->trace_ctx = ctx;
-}
-
-void trace_state(quay_engine *e, quay_req *r, int to)
-{
-    quay_trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = QUAY_TR_STATE;
-    ev.req_id = r->id;
-    ev.from = r->state;
-    ev.to = to;
-    ev.peer = -1;
-    e->trace_fn(e->trace_ctx, &ev);
-}
-
-void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
-               uint32_t seq, int code)
-{
-    quay_trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = kind;
-    ev.pkt = pkt;
-    ev.peer = peer;
-    ev.req_id = req;
-    ev.seq = seq;
-    ev.code = code;
-    e->trace_fn(e->trace_ctx, &ev);
-}
-
-void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
-                 uint32_t seq, uint32_t ctx, int32_t src, int32_t tag)
-{
-    QUAY_UNUSED(m);
-    quay_trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = QUAY_TR_MATCH;
-    ev.req_id = r ? r->id : 0;
-    ev.peer = peer;
-    ev.seq = seq;
-    ev.ctx = ctx;
-    ev.src = src;
-    ev.tag = tag;
-    e->trace_fn(e->trace_ctx, &ev);
-}
 
 void engine_stats(const quay_engine *e, quay_stats *st)
 {

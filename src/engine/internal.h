@@ -220,17 +220,6 @@ void config_default(quay_config *cfg);
 /** Engine e's counters, whole (abi.c copies each layout's share). */
 void engine_stats(const quay_engine *e, quay_stats *st);
 
-/* ---- allocation ------------------------------------------------------- */
-void *qalloc(quay_engine *e, size_t n);
-void qfree(quay_engine *e, void *p);
-
-/* ---- trace ------------------------------------------------------------- */
-void trace_state(quay_engine *e, quay_req *r, int to);
-void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
-               uint32_t seq, int code);
-void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
-                 uint32_t seq, uint32_t ctx, int32_t src, int32_t tag);
-
 /* p is the start of one of the n slots of `size` bytes at base: as an
  * offset from the pool, one unsigned compare takes the range (NULL and
  * anything below the pool wrap to above it) and a whole number of slots
@@ -272,6 +261,8 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 
 /* The modules' own headers, in the order their types depend on each
  * other; each may also be included alone. */
+#include "engine/alloc.h"
+#include "engine/trace.h"
 #include "engine/comm.h"
 #include "engine/request.h"
 #include "engine/peer.h"

@@ -1,0 +1,54 @@
+/*
+ * trace.c — trace events (trace.h) and quay_set_trace.
+ */
+#include "engine/trace.h"
+
+void quay_set_trace(quay_engine *e, quay_trace_fn fn, void *ctx)
+{
+    if (e == NULL)
+        return;
+    e->trace_fn = fn;
+    e->trace_ctx = ctx;
+}
+
+void trace_state(quay_engine *e, quay_req *r, int to)
+{
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = QUAY_TR_STATE;
+    ev.req_id = r->id;
+    ev.from = r->state;
+    ev.to = to;
+    ev.peer = -1;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
+void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
+               uint32_t seq, int code)
+{
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.pkt = pkt;
+    ev.peer = peer;
+    ev.req_id = req;
+    ev.seq = seq;
+    ev.code = code;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
+void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
+                 uint32_t seq, uint32_t ctx, int32_t src, int32_t tag)
+{
+    QUAY_UNUSED(m);
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = QUAY_TR_MATCH;
+    ev.req_id = r ? r->id : 0;
+    ev.peer = peer;
+    ev.seq = seq;
+    ev.ctx = ctx;
+    ev.src = src;
+    ev.tag = tag;
+    e->trace_fn(e->trace_ctx, &ev);
+}
