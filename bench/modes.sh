@@ -71,61 +71,6 @@ done
 echo >&2
 
 echo "## $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $ROUNDS rounds; us, median per mode (values in it)"
-printf "%-14s %-5s %13s %13s %8s\n" bench mode MPICH quay q/MPICH
-awk -F, 'NR > 1 && !($3 == "latency" && $4 == 0) { k = $3 " " $4; v[k "," $2] = v[k "," $2] " " $5; keys[k] = 1 }
-# Sort s; lo gets the values up to the largest jump (>= 1.35x), hi the
-# rest (empty when there is no such jump). Returns 1 when split.
-function split_modes(s, lo, hi,    a, n, i, j, t, best, cut) {
-    delete lo; delete hi
-    n = split(s, a, " ")
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    best = 1.35; cut = n
-    for (i = 1; i < n; i++) if (a[i] > 0 && a[i + 1] / a[i] >= best) { best = a[i + 1] / a[i]; cut = i }
-    lo[0] = 0; hi[0] = 0
-    for (i = 1; i <= n; i++) if (i <= cut) lo[++lo[0]] = a[i]; else hi[++hi[0]] = a[i]
-    return cut < n
-}
-function all_vals(s, x,    a, n, i, j, t) {
-    delete x
-    n = split(s, a, " ")
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    x[0] = n
-    for (i = 1; i <= n; i++) x[i] = a[i]
-}
-function med(x,    n) { n = x[0]; if (n == 0) return -1; return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }
-function row(k, mode, m, q,    a, b) {
-    a = med(m); b = med(q)
-    printf "%-14s %-5s %8.3f (%2d) %8.3f (%2d) %8s\n", k, mode, a, m[0], b, q[0], (a > 0 && b > 0) ? sprintf("%.2f", b / a) : "-"
-}
-END {
-    for (k in keys) {
-        sm = split_modes(v[k ",mpich"], ml, mh); sq = split_modes(v[k ",quay"], ql, qh)
-        if (sm && sq) {
-            row(k, "fast", ml, ql); row(k, "slow", mh, qh)
-        } else {
-            # One of them stayed in one mode: no pairing by mode, only
-            # all values against all.
-            all_vals(v[k ",mpich"], ml); all_vals(v[k ",quay"], ql)
-            row(k, "mixed", ml, ql)
-        }
-    }
-}' "$CSV" | sort
-# The same rounds paired: quay's value over MPICH's of the same round
-# (a second apart, so mostly the same mode), median and quartiles.
-echo "## paired by round: quay / MPICH"
-awk -F, 'NR > 1 && !($3 == "latency" && $4 == 0) { k = $3 " " $4; val[$1 "," k "," $2] = $5; keys[k] = 1; R[$1] = 1 }
-END {
-    for (k in keys) {
-        n = 0
-        for (r in R) {
-            a = val[r "," k ",mpich"]; b = val[r "," k ",quay"]
-            if (a > 0 && b > 0) x[++n] = b / a
-        }
-        for (i = 2; i <= n; i++) { t = x[i]; for (j = i - 1; j >= 1 && x[j] > t; j--) x[j + 1] = x[j]; x[j + 1] = t }
-        if (n > 0)
-            printf "%-14s median %.2f  quartiles %.2f-%.2f  (%d rounds)\n", k,
-                   n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2, x[int(n / 4) + 1], x[int(3 * n / 4)], n
-        delete x
-    }
-}' "$CSV" | sort
+# (latency at 0 bytes is only a warm-up here)
+"$ROOT/bench/mode_report.sh" --skip 'latency 0' "$CSV"
 echo "raw values: $CSV"
