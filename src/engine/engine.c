@@ -110,7 +110,7 @@ static int channel_new(const quay_config *c, const quay_allocator *a, const engi
 
     int rc = engine_pools(e);
     if (rc == 0 && e->link != NULL)
-        e->link->reset(e);
+        rc = e->link->init(e);
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
@@ -154,6 +154,8 @@ static void channel_free(quay_engine *e)
     mem_fini(e);
     rtr_fini(e);
     arb_fini(e);
+    if (e->link != NULL)
+        e->link->fini(e);
     qfree(e, e->reqs);
     qfree(e, e->msgs);
     qfree(e, e->peers);

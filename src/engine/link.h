@@ -35,8 +35,14 @@ struct quay_req;
 
 typedef struct link_ops {
     const char *name;
-    /** Set up (or, on a context reset, set up again) the per-peer state. */
+    /** Make the link's state (per peer, with qalloc) for a new channel and
+     *  hang it on e->link_state, which the engine never reads: 0 or
+     *  QUAY_ENOMEM. */
+    int (*init)(quay_engine *e);
+    /** Set the state up again for a new context (nothing queued). */
     void (*reset)(quay_engine *e);
+    /** Free what init made (e->link_state may be NULL: init never ran). */
+    void (*fini)(quay_engine *e);
     /** Queue a built packet for its peer; the link sends it in turn. */
     void (*submit)(quay_engine *e, struct qout *o);
     /** The link's next transmission: 1 with *a filled, else 0. */
