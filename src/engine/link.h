@@ -5,9 +5,10 @@
  * With no flow control there is no link: a built packet goes straight
  * into the adapter's SEND action (out.c's hand_out is the pass-through).
  * With a flow-control policy, every packet to another rank goes down
- * through the link's table, set at creation by the composition root
- * (src/quay.c); the engine never names a flowctl function, and the link
- * reaches back up only through the engine calls declared below.
+ * through that policy's table, which the composition root (src/quay.c)
+ * picks by quay_config.flow; the engine never names a flowctl function,
+ * and the link reaches back up only through the engine calls declared
+ * below (and the engine's allocator, qalloc / qfree, for its state).
  */
 #ifndef QUAY_ENGINE_LINK_H
 #define QUAY_ENGINE_LINK_H
@@ -35,6 +36,9 @@ struct quay_req;
 
 typedef struct link_ops {
     const char *name;
+    /** The implementation's own description (flowctl: its policy), for
+     *  its functions; the engine never reads it. */
+    const void *impl;
     /** Make the link's state (per peer, with qalloc) for a new channel and
      *  hang it on e->link_state, which the engine never reads: 0 or
      *  QUAY_ENOMEM. */

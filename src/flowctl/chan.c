@@ -1,7 +1,10 @@
 /*
- * chan.c — the flow-control channel between the engine and the wire
- * (QUAY_FLOW_ACKNACK). Framing and the per-peer queues live here; the
- * Modified ACK/NACK decisions are ackn.c's. See chan.h for the frame.
+ * chan.c — the flow-control channel between the engine and the wire, the
+ * core every flow-control policy shares: framing, the CRC, the per-peer
+ * queues, retransmission, NACK pacing, keepalive and probes, quiesce.
+ * The Modified ACK/NACK decisions are ackn.c's; what a policy adds (a
+ * credit limit, its frame flags and field) comes through its fc_policy
+ * (policy_acknack.c, policy_credit.c). See chan.h for the frame.
  *
  * Per peer, packets the engine built wait on `pend` until the channel may
  * give them a sequence number (NORMAL, window not full, no retransmission
@@ -32,17 +35,14 @@ void chan_reset(quay_engine *e)
 {
     fc_link *l = chan_state(e);
     /* (the scratch record too: it starts clean for every check) */
-    memset(l->peers, 0, ((size_t)e->nranks + 1) * sizeof *l->peers);
+    memset(l->peers, 0, ((size_t)e->nranks + 1) * l->stride);
     for (int32_t p = 0; p < e->nranks; p++) {
         fc_peer *fp = chan_peer(l, p);
         fc_tx_init(&fp->tx, &l->fcp, 0);
         fc_rx_init(&fp->rx, 0);
-        /* Both ends start from the same configured grant; a peer with a
-         * smaller one refuses (NACK) what it cannot hold, until its first
-         * frame corrects us. */
-        fp->credit_limit = e->cfg.flow_credits;
-        fp->credit_sent = e->cfg.flow_credits;
         fp->probe_rto = l->fcp.rto_init_ns;
+        if (l->pol->peer_init != NULL)
+            l->pol->peer_init(e, fp);
     }
 }
 
@@ -51,7 +51,11 @@ int chan_init(quay_engine *e)
     fc_link *l = qalloc(e, sizeof *l);
     if (l == NULL)
         return QUAY_ENOMEM;
-    l->peers = qalloc(e, ((size_t)e->nranks + 1) * sizeof *l->peers);
+    l->pol = e->link->impl;
+    /* The policy's state right behind each fc_peer, as aligned as it. */
+    size_t a = _Alignof(fc_peer);
+    l->stride = sizeof(fc_peer) + (l->pol->peer_size + a - 1) / a * a;
+    l->peers = qalloc(e, ((size_t)e->nranks + 1) * l->stride);
     e->link_state = l;
     if (l->peers == NULL)
         return QUAY_ENOMEM; /* (chan_fini frees l) */
@@ -74,126 +78,27 @@ void chan_fini(quay_engine *e)
     e->link_state = NULL;
 }
 
-/* ---- credits (QUAY_FLOW_CREDIT) ---------------------------------------------- */
+/* ---- what the policy holds back ------------------------------------------------ */
 
-/* The peer's share: it may have sent every seq we accepted, plus
- * flow_credits more than the messages of it that we still hold. Never
- * decreases: accepting a kept message moves both terms. */
-static uint32_t credit_share(const quay_engine *e, const fc_peer *fp, uint32_t held)
+/* A packet waits that the window would let take a sequence number now. */
+static int would_send_new(const quay_engine *e, const fc_peer *fp)
 {
-    return fp->rx.expected + e->cfg.flow_credits - held;
+    return fp->pend_head != NULL && fc_tx_can_send_new(&fp->tx, &chan_state(e)->fcp);
 }
 
-/* The limit we grant `ps`: its share, never below a grant already sent
- * (a loan, below, is repaid as the share catches up with it). */
-static uint32_t credit_grant(const quay_engine *e, const fc_peer *fp, uint32_t held)
+int chan_blocked(const quay_engine *e, const fc_peer *fp)
 {
-    uint32_t share = credit_share(e, fp, held);
-    return fc_seq_lt(share, fp->credit_sent) ? fp->credit_sent : share;
+    const fc_policy *pol = chan_state(e)->pol;
+    return pol->may_send != NULL && would_send_new(e, fp) && !pol->may_send(e, fp);
 }
 
-static int comm_has_world(const quay_comm *c, int32_t peer)
+/* Held back with nothing unacknowledged, no timer would ever run: a lost
+ * grant would stall us. Arm the probe timer then; disarm it once the
+ * policy lets us go (or an unacknowledged packet, whose timer covers us,
+ * is there). */
+static void probe_watch(quay_engine *e, fc_peer *fp)
 {
-    if (c->identity)
-        return peer < c->size;
-    for (int32_t i = 0; i < c->size; i++)
-        if (comm_world(c, i) == peer)
-            return 1;
-    return 0;
-}
-
-/* 1 if a request of ours waits for something from `peer`: a receive
- * posted for it (or for any source of a communicator it is in), a
- * transfer with it. */
-static int waits_on_peer(const quay_engine *e, int32_t peer)
-{
-    for (uint32_t i = 0; i < e->nreqs; i++) {
-        const quay_req *r = &e->reqs[i];
-        if (req_waits_on(e, r) == peer)
-            return 1;
-        if (r->kind == RK_RECV && r->rank == QUAY_ANY_SOURCE &&
-            (r->state == QUAY_RS_RECV_POSTED || r->state == QUAY_RS_RECV_ANY) &&
-            r->comm != NULL && comm_has_world(r->comm, peer))
-            return 1;
-    }
-    return 0;
-}
-
-/*
- * A loan beyond the share. A sender whose every credit is held here by
- * messages we will match only later (early messages of a later
- * collective, say) cannot send the one we may be waiting for: a livelock
- * with a small share (docs/flowctl.md). So when `ps` says it is blocked,
- * every seq we granted it has arrived, a request of ours waits on it, and
- * the unexpected room has a free descriptor beyond the loans not yet
- * arrived, it gets one more. With no descriptor free it gets one only
- * after asking CREDIT_STALL_ASKS times with nothing from it arriving: the
- * message may be one we match at once, which needs no room (if not, it is
- * refused and resent until the room drains, as under ACK/NACK, one such
- * message per sender at a time: its grant is then ahead of what arrived).
- * A receiver that waits on nothing from the sender lends nothing: the
- * share holds, as the window test checks. A loan may take room another
- * peer's share counted on; if the room is gone when a message arrives it
- * is refused (NACK), the safety net credits keep.
- */
-#define CREDIT_STALL_ASKS 4
-static uint32_t credit_lend(quay_engine *e, int32_t peer, fc_peer *fp, uint32_t grant)
-{
-    if (!fp->peer_blocked || grant != fp->rx.expected)
-        return grant;
-    /* Loans not yet arrived (one that arrived and is kept already holds
-     * its descriptor). */
-    const fc_link *l = chan_state(e);
-    uint32_t due = 0;
-    for (int32_t p = 0; p < e->nranks; p++) {
-        const fc_peer *q = chan_peer(l, p);
-        uint32_t share = credit_share(e, q, e->peers[p].credit_held);
-        if (fc_seq_lt(share, q->credit_sent) && fc_seq_lt(q->rx.expected, q->credit_sent)) {
-            uint32_t lent = q->credit_sent - share, unarrived = q->credit_sent - q->rx.expected;
-            due += lent < unarrived ? lent : unarrived;
-        }
-    }
-    if (!waits_on_peer(e, peer))
-        return grant;
-    if (e->nmsgs - e->msgs_used <= due) {
-        if (fp->stall_seq != fp->rx.expected) {
-            fp->stall_seq = fp->rx.expected;
-            fp->stall_asks = 0;
-        }
-        if (++fp->stall_asks < CREDIT_STALL_ASKS)
-            return grant;
-        fp->stall_asks = 0;
-    }
-    e->st.credit_loans++;
-    return grant + 1;
-}
-
-/* A grant worth a frame of its own: half the credits came back, or the
- * peer told us it is waiting (it probes: answer even with no new credit,
- * so that a full receiver is not taken for a dead one). */
-static int credit_owed(const quay_engine *e, const fc_peer *fp, uint32_t held)
-{
-    if (e->flow != QUAY_FLOW_CREDIT)
-        return 0;
-    uint32_t more = credit_grant(e, fp, held) - fp->credit_sent;
-    uint32_t half = e->cfg.flow_credits / 2 ? e->cfg.flow_credits / 2 : 1;
-    return fp->peer_blocked || more >= half;
-}
-
-/* The channel would send something new but has no credit for it. */
-static int credit_blocked(const quay_engine *e, const fc_peer *fp)
-{
-    return e->flow == QUAY_FLOW_CREDIT && fp->pend_head != NULL &&
-           fc_tx_can_send_new(&fp->tx, &chan_state(e)->fcp) &&
-           !fc_seq_lt(fp->tx.next, fp->credit_limit);
-}
-
-/* Out of credit with nothing unacknowledged, no timer would ever run: a
- * lost grant would stall us. Arm the probe timer then; disarm it once
- * credit (or an unacknowledged packet, whose timer covers us) is there. */
-static void credit_watch(quay_engine *e, fc_peer *fp)
-{
-    if (credit_blocked(e, fp) && fp->tx.una == fp->tx.next) {
+    if (chan_blocked(e, fp) && fp->tx.una == fp->tx.next) {
         if (fp->probe_at == 0)
             fp->probe_at = e->now + fp->probe_rto;
     } else {
@@ -227,11 +132,12 @@ static qout *list_pop(qout **head, qout **tail)
 
 void chan_submit(quay_engine *e, qout *o)
 {
-    fc_peer *fp = chan_peer(chan_state(e), o->peer);
+    const fc_link *l = chan_state(e);
+    fc_peer *fp = chan_peer(l, o->peer);
     o->framed = 1;
     list_push(&fp->pend_head, &fp->pend_tail, o);
-    if (e->flow == QUAY_FLOW_CREDIT)
-        credit_watch(e, fp);
+    if (l->pol->may_send != NULL)
+        probe_watch(e, fp);
 }
 
 /* ---- frames ----------------------------------------------------------------- */
@@ -286,17 +192,9 @@ static void write_frame(quay_engine *e, fc_peer *fp, qout *o, uint8_t kind, uint
     if (fp->probe_due)
         flags |= CHAN_F_PING; /* keepalive: the peer answers any frame */
     fp->ping_owed = 0;        /* this frame answers its ping */
-    if (e->flow == QUAY_FLOW_CREDIT) {
-        /* Every frame carries our current grant (a NACK's seq is its ack
-         * field, so the field is free). */
-        flags |= CHAN_F_CREDIT;
-        nack = credit_lend(e, o->peer, fp,
-                           credit_grant(e, fp, e->peers[o->peer].credit_held));
-        fp->credit_sent = nack;
-        fp->peer_blocked = 0;
-        if (credit_blocked(e, fp))
-            flags |= CHAN_F_BLOCKED;
-    }
+    const fc_policy *pol = chan_state(e)->pol;
+    if (pol->frame_out != NULL)
+        pol->frame_out(e, o->peer, fp, &flags, &nack);
     f[0] = CHAN_VERSION;
     f[1] = kind;
     wire_put16(f + 2, flags);
@@ -323,15 +221,17 @@ static int peer_may_send(const quay_engine *e, const fc_peer *fp)
 /* A new packet may take a sequence number now. */
 static int peer_may_send_new(const quay_engine *e, const fc_peer *fp)
 {
-    return !e->quiesced && fp->pend_head != NULL &&
-           fc_tx_can_send_new(&fp->tx, &chan_state(e)->fcp) &&
-           (e->flow != QUAY_FLOW_CREDIT || fc_seq_lt(fp->tx.next, fp->credit_limit));
+    const fc_policy *pol = chan_state(e)->pol;
+    return !e->quiesced && would_send_new(e, fp) &&
+           (pol->may_send == NULL || pol->may_send(e, fp));
 }
 
 /* Something to say that needs no sequence number: ACK, NACK, grant, probe. */
 int chan_peer_owes(const quay_engine *e, const fc_peer *fp, uint32_t held)
 {
-    return fc_rx_owes(&fp->rx) || credit_owed(e, fp, held) || fp->probe_due || fp->ping_owed;
+    const fc_policy *pol = chan_state(e)->pol;
+    return fc_rx_owes(&fp->rx) || (pol->owes != NULL && pol->owes(e, fp, held)) ||
+           fp->probe_due || fp->ping_owed;
 }
 
 /* chan_peer_owes of peer p, with the engine's count of its messages. */
@@ -476,29 +376,26 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, i
         e->st.bad_checksum++;
         return LINK_DAMAGED;
     }
-    if (b[0] != CHAN_VERSION || (b[1] != CHAN_DATA && b[1] != CHAN_ACK) ||
-        (wire_get16(b + 2) & ~CHAN_F_ALL) || chan_frame_channel(b) != e->chan_id)
-        return QUAY_EPROTO;
     /* (a failed peer's packets never get here: quay_on_packet) */
     fc_link *l = chan_state(e);
+    const fc_policy *pol = l->pol;
+    /* Both ends must run the same policy: no flag it does not use. */
+    if (b[0] != CHAN_VERSION || (b[1] != CHAN_DATA && b[1] != CHAN_ACK) ||
+        (wire_get16(b + 2) & ~(CHAN_F_CORE | pol->flags)) || chan_frame_channel(b) != e->chan_id)
+        return QUAY_EPROTO;
     fc_peer *fp = chan_peer(l, peer);
     uint8_t kind = b[1];
     uint16_t flags = wire_get16(b + 2);
     uint32_t seq = wire_get32(b + 4);
     uint32_t ack = wire_get32(b + 8);
-    uint32_t nack = wire_get32(b + 12);
+    uint32_t field = wire_get32(b + 12);
     if (kind == CHAN_ACK && (len != CHAN_FRAME_LEN || seq != 0))
         return QUAY_EPROTO;
-    /* Both ends must run the same policy. */
-    int credit = e->flow == QUAY_FLOW_CREDIT;
-    if (!(flags & CHAN_F_CREDIT) != !credit || (!credit && (flags & CHAN_F_BLOCKED)))
+    if (pol->frame_check != NULL && pol->frame_check(flags, ack, field) != 0)
         return QUAY_EPROTO;
-    /* A NACK names the next expected seq, i.e. it equals the ACK value;
-     * in credit mode the field is the grant instead. */
-    if (credit)
-        nack = ack;
-    else if ((flags & CHAN_F_NACK) ? nack != ack : nack != 0)
-        return QUAY_EPROTO;
+    /* A NACK names the next expected seq, i.e. it equals the ACK value
+     * (field 12 is the policy's). */
+    uint32_t nack = ack;
     /* What the peer says about our packets to it, checked before
      * anything changes: a rejected frame leaves every state as it was. */
     if (fc_tx_check(&fp->tx, (flags & CHAN_F_NACK) != 0, (flags & CHAN_F_NACK) ? nack : ack) != 0)
@@ -533,16 +430,10 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, i
         fp->hold_until = 0;
     }
     release_acked(e, fp, to);
-    if (credit) {
-        /* Grants only grow; one that would let us run more than 2^30 ahead
-         * of what the peer acknowledged is not a grant but garbage. */
-        uint32_t limit = wire_get32(b + 12);
-        if (fc_seq_lt(fp->credit_limit, limit) && limit - fp->tx.una <= (1u << 30))
-            fp->credit_limit = limit;
-        if (flags & CHAN_F_BLOCKED)
-            fp->peer_blocked = 1;
-        credit_watch(e, fp);
-    }
+    if (pol->frame_in != NULL)
+        pol->frame_in(e, fp, flags, field);
+    if (pol->may_send != NULL)
+        probe_watch(e, fp); /* (what it let go may have changed) */
     if (kind == CHAN_ACK)
         return CHAN_CONSUMED;
 
@@ -590,10 +481,11 @@ int chan_on_packet(quay_engine *e, int32_t peer, const uint8_t *b, size_t len, i
 
 /* ---- time and failure --------------------------------------------------------------- */
 
-/* Credit mode, out of credit with nothing unacknowledged: ask the peer
- * for its grant (an ACK-only frame flagged BLOCKED), backing off like a
- * retransmission; a peer silent for retry_limit probes has failed. */
-static int credit_probe(quay_engine *e, const fc_link *l, fc_peer *fp)
+/* Held back by the policy with nothing unacknowledged (probe_watch): ask
+ * the peer (an ACK-only frame, PING, and whatever the policy says: BLOCKED
+ * under credits), backing off like a retransmission; a peer silent for
+ * retry_limit probes has failed. */
+static int blocked_probe(quay_engine *e, const fc_link *l, fc_peer *fp)
 {
     if (fp->probe_at == 0 || e->now < fp->probe_at)
         return 0;
@@ -683,7 +575,7 @@ void chan_on_time(quay_engine *e)
         if (p == e->rank || e->peers[p].failed)
             continue;
         if (fc_tx_on_time(&fp->tx, &l->fcp, e->now) == FC_EPEER ||
-            credit_probe(e, l, fp) == FC_EPEER)
+            blocked_probe(e, l, fp) == FC_EPEER)
             engine_peer_failed(e, p);
     }
 }
@@ -771,7 +663,7 @@ int quay_channel_is_stable(const quay_engine *e)
 
 /* ---- the engine's view: the link table ------------------------------------------- */
 
-static uint32_t frame_channel(const uint8_t *b)
+uint32_t chan_link_frame_channel(const uint8_t *b)
 {
     return chan_frame_channel(b);
 }
@@ -793,7 +685,7 @@ void chan_requeue(quay_engine *e, qout *o)
     list_push(&fp->pend_head, &fp->pend_tail, o);
 }
 
-static int frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size_t *pkt_len)
+int chan_frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size_t *pkt_len)
 {
     if (len <= CHAN_FRAME_LEN || b[1] != CHAN_DATA)
         return 0;
@@ -801,20 +693,3 @@ static int frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size
     *pkt_len = len - CHAN_FRAME_LEN;
     return 1;
 }
-
-const link_ops chan_link = {
-    .name = "ack/nack+credit",
-    .init = chan_init,
-    .reset = chan_reset,
-    .fini = chan_fini,
-    .submit = chan_submit,
-    .pull = chan_pull,
-    .has_work = chan_has_work,
-    .on_frame = chan_on_packet,
-    .on_op_done = chan_on_op_done,
-    .on_time = chan_on_time,
-    .deadline = chan_deadline,
-    .abandon = chan_abandon,
-    .frame_channel = frame_channel,
-    .frame_content = frame_content,
-};

@@ -2,11 +2,12 @@
  * fc_snap.c — the link's part of each peer record of a context blob
  * (layout in docs/flowctl.md): the ACK/NACK state machine's sender and
  * receiver (fc_tx, fc_rx), then what chan.c keeps per peer (retransmit
- * hold, NACK pacing, credits, keepalive probes). One contiguous run of
- * the record, written, checked and rebuilt here; the engine's PEER
- * section calls it through the snap_link table at its place. A record
- * is read into the link's scratch peer (the one past the last) and
- * checked there, so CHECK changes nothing the channel runs on.
+ * hold, NACK pacing, keepalive probes) with the policy's own run in its
+ * place (fc_policy.sx: credits). One contiguous run of the record,
+ * written, checked and rebuilt here; the engine's PEER section calls it
+ * through the snap_link table at its place. A record is read into the
+ * link's scratch peer (the one past the last) and checked there, so CHECK
+ * changes nothing the channel runs on.
  */
 #include "flowctl/fc_snap.h"
 
@@ -35,7 +36,9 @@ static void sx_fc(snap *s, fc_tx *t, fc_rx *r)
     sx_u8(s, &r->nack_owed);
 }
 
-static void sx_peer(snap *s, fc_peer *fp)
+/* The record; 0 if the policy's run (pol NULL: no link, zeros) is not
+ * sane. */
+static int sx_peer(snap *s, const fc_policy *pol, fc_peer *fp)
 {
     sx_fc(s, &fp->tx, &fp->rx);
     sx_u64(s, &fp->hold_until);
@@ -44,9 +47,16 @@ static void sx_peer(snap *s, fc_peer *fp)
     sx_u32(s, &fp->gap_seq);
     sx_u8(s, &fp->gap_nacked);
     sx_u8(s, &fp->gap_nack_owed);
-    sx_u32(s, &fp->credit_limit);
-    sx_u32(s, &fp->credit_sent);
-    sx_u8(s, &fp->peer_blocked);
+    int ok = 1;
+    if (pol != NULL) {
+        ok = pol->sx(s, fp);
+    } else { /* (the run every policy of version 5 has: u32, u32, u8) */
+        uint32_t z32 = 0;
+        uint8_t z8 = 0;
+        sx_u32(s, &z32);
+        sx_u32(s, &z32);
+        sx_u8(s, &z8);
+    }
     sx_u8(s, &fp->probe_due);
     sx_u32(s, &fp->probes);
     sx_u8(s, &fp->heard);
@@ -54,6 +64,7 @@ static void sx_peer(snap *s, fc_peer *fp)
     sx_u8(s, &fp->ka_wanted);
     sx_u64(s, &fp->probe_at);
     sx_u64(s, &fp->probe_rto);
+    return ok;
 }
 
 static int peer_ok(const fc_params *p, const fc_peer *fp, uint8_t failed)
@@ -67,7 +78,7 @@ static int peer_ok(const fc_params *p, const fc_peer *fp, uint8_t failed)
            t->rto >= p->rto_init_ns && t->rto <= p->rto_max_ns &&
            t->rto_base >= p->rto_init_ns && t->rto_base <= p->rto_max_ns &&
            fp->rx.state <= 1 && fp->rx.ack_owed <= 1 && fp->rx.nack_owed <= 1 &&
-           fp->gap_nacked <= 1 && fp->gap_nack_owed <= 1 && fp->peer_blocked <= 1 &&
+           fp->gap_nacked <= 1 && fp->gap_nack_owed <= 1 &&
            fp->probe_due <= 1 && fp->heard <= 1 && fp->ping_owed <= 1 &&
            fp->ka_wanted <= 1 && fp->probe_rto >= p->rto_init_ns &&
            fp->probe_rto <= p->rto_max_ns;
@@ -87,19 +98,19 @@ static void fc_snap_sx(snap *s, int32_t p, uint8_t failed, uint64_t delta)
          * zeros; nothing of it is ever restored (not switchable). */
         fc_peer zero;
         memset(&zero, 0, sizeof zero);
-        sx_peer(s, &zero);
+        sx_peer(s, NULL, &zero);
         if (s->mode != SNAP_SAVE)
             snap_corrupt(s);
         return;
     }
     if (s->mode == SNAP_SAVE) {
-        sx_peer(s, chan_peer(l, p));
+        sx_peer(s, l->pol, chan_peer(l, p));
         return;
     }
     fc_peer *fp = chan_peer(l, s->e->nranks); /* the scratch */
-    memset(fp, 0, sizeof *fp);
-    sx_peer(s, fp);
-    if (s->err != 0 || !peer_ok(&l->fcp, fp, failed)) {
+    memset(fp, 0, l->stride);
+    int pol_ok = sx_peer(s, l->pol, fp);
+    if (s->err != 0 || !pol_ok || !peer_ok(&l->fcp, fp, failed)) {
         snap_corrupt(s);
         return;
     }
@@ -110,7 +121,7 @@ static void fc_snap_sx(snap *s, int32_t p, uint8_t failed, uint64_t delta)
     fp->hold_until = rebase(fp->hold_until, delta, 0);
     fp->probe_at = rebase(fp->probe_at, delta, 0);
     fp->tx.deadline = rebase(fp->tx.deadline, delta, UINT64_MAX);
-    *chan_peer(l, p) = *fp;
+    memcpy(chan_peer(l, p), fp, l->stride); /* (with the policy's state) */
 }
 
 static int fc_snap_owes(const snap *s, int32_t p, uint32_t held)
