@@ -181,6 +181,8 @@ int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **
     const link_ops *link = NULL;
     if (rc == 0)
         rc = parts->link_for(c.flow, &link);
+    if (rc == 0 && link != NULL)
+        rc = link->config_check(&c);
     if (rc != 0)
         return rc;
     quay_allocator a = c.alloc;

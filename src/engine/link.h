@@ -39,6 +39,10 @@ typedef struct link_ops {
     /** The implementation's own description (flowctl: its policy), for
      *  its functions; the engine never reads it. */
     const void *impl;
+    /** Check the link's knobs in the engine's copy of the config, filling
+     *  in their defaults, after the engine's own check and before any
+     *  channel exists: 0 or QUAY_EINVAL. */
+    int (*config_check)(quay_config *c);
     /** Make the link's state (per peer, with qalloc) for a new channel and
      *  hang it on e->link_state, which the engine never reads: 0 or
      *  QUAY_ENOMEM. */

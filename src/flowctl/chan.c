@@ -29,7 +29,17 @@
 
 #include "flowctl/crc32c.h"
 
-/* ---- the link's state ------------------------------------------------------------ */
+/* ---- the link's knobs and state ---------------------------------------------------- */
+
+int chan_config_check(quay_config *c)
+{
+    /* The window keeps serial arithmetic sound (FC_WINDOW_MAX); one
+     * descriptor stays for ACK-only frames (out.c), so two are the least. */
+    if (c->flow_window == 0 || c->flow_window > FC_WINDOW_MAX || c->rto_init_ns == 0 ||
+        c->rto_max_ns < c->rto_init_ns || c->max_out < 2)
+        return QUAY_EINVAL;
+    return 0;
+}
 
 void chan_reset(quay_engine *e)
 {

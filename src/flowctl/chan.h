@@ -154,11 +154,16 @@ uint64_t chan_deadline(const quay_engine *e);
 void chan_abandon(quay_engine *e, int32_t peer);
 uint32_t chan_link_frame_channel(const uint8_t *b);
 int chan_frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size_t *pkt_len);
+/** The knobs every channel has (window, timers, a descriptor kept for
+ *  ACK-only frames): 0 or QUAY_EINVAL. A policy's config_check starts
+ *  here, or is this. */
+int chan_config_check(quay_config *c);
 
 /** A policy's link table: the core's functions around its fc_policy. */
-#define CHAN_LINK(name_, policy_)                                                       \
+#define CHAN_LINK(name_, policy_, config_check_)                                        \
     {                                                                                   \
-        .name = (name_), .impl = (policy_), .init = chan_init, .reset = chan_reset,     \
+        .name = (name_), .impl = (policy_), .config_check = (config_check_),            \
+        .init = chan_init, .reset = chan_reset,                                         \
         .fini = chan_fini, .submit = chan_submit, .pull = chan_pull,                    \
         .has_work = chan_has_work, .on_frame = chan_on_packet,                          \
         .on_op_done = chan_on_op_done, .on_time = chan_on_time,                         \

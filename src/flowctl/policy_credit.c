@@ -10,6 +10,27 @@
 #include "engine/snap.h"
 #include "flowctl/chan.h"
 
+/* The channel's knobs, and the credits each peer gets: by default as many
+ * as every peer's messages of eager_max bytes fit in the unexpected room
+ * (bytes and descriptors), at most the window, at least 1. */
+static int credit_config_check(quay_config *c)
+{
+    int rc = chan_config_check(c);
+    if (rc != 0)
+        return rc;
+    if (c->flow_credits == 0) {
+        uint64_t peers = c->nranks > 1 ? (uint64_t)c->nranks - 1 : 1;
+        uint64_t by_bytes = c->unexpected_bytes_max / (c->eager_max ? c->eager_max : 1) / peers;
+        uint64_t cr = c->flow_window;
+        if (c->max_unexpected / peers < cr)
+            cr = c->max_unexpected / peers;
+        if (by_bytes < cr)
+            cr = by_bytes;
+        c->flow_credits = cr ? (uint32_t)cr : 1;
+    }
+    return c->flow_credits > (1u << 30) ? QUAY_EINVAL : 0;
+}
+
 /* Per peer, behind the channel's own state. */
 typedef struct credit_peer {
     uint32_t limit;      /* we may send seqs before this */
@@ -201,4 +222,4 @@ static const fc_policy credit_policy = {
     .sx = credit_sx,
 };
 
-const link_ops credit_link = CHAN_LINK("credit", &credit_policy);
+const link_ops credit_link = CHAN_LINK("credit", &credit_policy, credit_config_check);
