@@ -43,6 +43,11 @@ typedef struct link_ops {
      *  in their defaults, after the engine's own check and before any
      *  channel exists: 0 or QUAY_EINVAL. */
     int (*config_check)(quay_config *c);
+    /** 1: every message of a peer that the engine keeps (unexpected with a
+     *  payload, held early) holds one of that peer's credits, counted in
+     *  peer_state.credit_held, which the link grants from. 0: the engine
+     *  counts nothing. */
+    uint8_t holds_credit;
     /** Make the link's state (per peer, with qalloc) for a new channel and
      *  hang it on e->link_state, which the engine never reads: 0 or
      *  QUAY_ENOMEM. */

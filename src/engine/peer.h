@@ -17,9 +17,9 @@ typedef struct peer_state {
     uint8_t drain_blocked; /* held head is due but could not be processed */
     uint8_t failed;    /* declared failed: its requests completed EPEER */
     /* Its messages we keep (unexpected with a payload, held early), each
-     * holding one of its credits (UMF_CREDIT), counted while the link asks
-     * for it (credit flow control grants from it). The link's own per-peer
-     * state is its own (link_ops.init). */
+     * holding one of its credits (UMF_CREDIT), counted when the link asks
+     * for it (peer_counts_credit: credit flow control grants from it). The
+     * link's own per-peer state is its own (link_ops.init). */
     uint32_t credit_held;
     /* receiver-initiated (rtr.c) */
     rtr_ent *rtr;          /* its RTRs to us, in arrival (post) order */
@@ -38,5 +38,12 @@ typedef struct peer_state {
     quay_req *any_send;    /* our send whose flag is out to it, or NULL */
     qlink any_waitq;       /* later sends to it, waiting in order */
 } peer_state;
+
+/* 1 if the engine counts the credit its kept messages hold: the link
+ * says so (link_ops.holds_credit). */
+static inline int peer_counts_credit(const quay_engine *e)
+{
+    return e->link != NULL && e->link->holds_credit;
+}
 
 #endif /* QUAY_ENGINE_PEER_H */

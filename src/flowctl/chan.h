@@ -160,10 +160,10 @@ int chan_frame_content(const uint8_t *b, size_t len, const uint8_t **pkt, size_t
 int chan_config_check(quay_config *c);
 
 /** A policy's link table: the core's functions around its fc_policy. */
-#define CHAN_LINK(name_, policy_, config_check_)                                        \
+#define CHAN_LINK(name_, policy_, config_check_, holds_credit_)                         \
     {                                                                                   \
         .name = (name_), .impl = (policy_), .config_check = (config_check_),            \
-        .init = chan_init, .reset = chan_reset,                                         \
+        .holds_credit = (holds_credit_), .init = chan_init, .reset = chan_reset,        \
         .fini = chan_fini, .submit = chan_submit, .pull = chan_pull,                    \
         .has_work = chan_has_work, .on_frame = chan_on_packet,                          \
         .on_op_done = chan_on_op_done, .on_time = chan_on_time,                         \

@@ -37,4 +37,4 @@ static const fc_policy acknack_policy = {
     .sx = acknack_sx,
 };
 
-const link_ops acknack_link = CHAN_LINK("ack/nack", &acknack_policy, chan_config_check);
+const link_ops acknack_link = CHAN_LINK("ack/nack", &acknack_policy, chan_config_check, 0);

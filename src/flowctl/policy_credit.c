@@ -222,4 +222,4 @@ static const fc_policy credit_policy = {
     .sx = credit_sx,
 };
 
-const link_ops credit_link = CHAN_LINK("credit", &credit_policy, credit_config_check);
+const link_ops credit_link = CHAN_LINK("credit", &credit_policy, credit_config_check, 1);
