@@ -101,7 +101,8 @@ static inline fc_peer *chan_peer(const fc_link *l, int32_t p)
     return (fc_peer *)(void *)(l->peers + (size_t)p * l->stride);
 }
 
-/** The policy's state of a peer, right behind the core's. */
+/** The policy's state of a peer, right behind the core's (writable: the
+ *  policy's own, whatever its caller may change of the core's). */
 static inline void *fc_pol(const fc_peer *fp)
 {
     return (void *)(uintptr_t)(fp + 1);
@@ -113,7 +114,7 @@ struct snap;
 
 /* What a policy adds to the channel. NULL hooks do nothing (or allow). */
 typedef struct fc_policy {
-    /** Bytes of its own state per peer (fc_pol), zeroed by chan_init. */
+    /** Bytes of its own state per peer (fc_pol), zeroed by chan_reset. */
     size_t peer_size;
     /** The frame flags it uses beyond CHAN_F_CORE (any others: EPROTO). */
     uint16_t flags;
