@@ -2,12 +2,11 @@
  * context.c — a channel's context: when it may be switched, and discarding
  * it (PM's C7 starts from an empty channel, or from a saved context that
  * snapshot.c puts back into the emptied one). The engine empties its own
- * pools (engine/context_clear.c); the link starts afresh here.
+ * pools (engine/context_clear.c); the link starts afresh (link_ops.reset).
  */
 #include "context.h"
 
 #include "engine/context_clear.h"
-#include "flowctl/chan.h"
 
 int context_switchable(const quay_engine *e)
 {
@@ -28,7 +27,7 @@ int context_switchable(const quay_engine *e)
 void context_reset(quay_engine *e, uint32_t key)
 {
     context_clear(e, key);
-    chan_init(e);
+    e->link->reset(e); /* (switchable: there is a link) */
 }
 
 int quay_channel_reset(quay_engine *e, uint32_t key)

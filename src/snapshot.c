@@ -90,7 +90,8 @@ int quay_engine_save(const quay_engine *ce, void *buf, size_t cap, size_t *len)
     /* Every descriptor in use must be a queued packet (quiesce held it). */
     uint32_t queued = 0;
     for (int32_t p = 0; p < e->nranks; p++)
-        for (qout *o = e->peers[p].pend_head; o != NULL; o = o->next)
+        for (const qout *o = fc_snap_link.queued(e, p, NULL); o != NULL;
+             o = fc_snap_link.queued(e, p, o))
             queued++;
     if (queued != e->outs_used)
         return QUAY_EBUSY;

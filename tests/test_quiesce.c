@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/internal.h"
+#include "flowctl/chan.h"
 #include "harness.h"
 #include "testnet.h"
 
@@ -45,7 +46,7 @@ static void settle(void)
  * may leave a quiesced engine). */
 static uint32_t next_seq(int r, int p)
 {
-    return T.e[r]->peers[p].tx.next;
+    return chan_peer(chan_state(T.e[r]), p)->tx.next;
 }
 
 static void t_api(void)

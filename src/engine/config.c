@@ -79,25 +79,9 @@ int config_check(quay_config *c)
         return QUAY_EINVAL;
     if ((c->alloc.alloc == NULL) != (c->alloc.release == NULL))
         return QUAY_EINVAL;
-    if (c->flow > QUAY_FLOW_CREDIT)
-        return QUAY_EINVAL;
-    if (c->flow != QUAY_FLOW_NONE &&
-        (c->flow_window == 0 || c->flow_window > (1u << 30) ||
-         c->rto_init_ns == 0 || c->rto_max_ns < c->rto_init_ns ||
-         c->max_out < 2))
-        return QUAY_EINVAL;
-    if (c->flow == QUAY_FLOW_CREDIT && c->flow_credits == 0) {
-        uint64_t peers = c->nranks > 1 ? (uint64_t)c->nranks - 1 : 1;
-        uint64_t by_bytes = c->unexpected_bytes_max / (c->eager_max ? c->eager_max : 1) / peers;
-        uint64_t cr = c->flow_window;
-        if (c->max_unexpected / peers < cr)
-            cr = c->max_unexpected / peers;
-        if (by_bytes < cr)
-            cr = by_bytes;
-        c->flow_credits = cr ? (uint32_t)cr : 1;
-    }
-    if (c->flow == QUAY_FLOW_CREDIT && c->flow_credits > (1u << 30))
-        return QUAY_EINVAL;
+    /* (The flow-control policy and its knobs: the root picks the link by
+     * c->flow, engine_parts.link_for, and the link checks its own,
+     * link_ops.config_check.) */
     if (c->max_regions > (1u << 17))
         return QUAY_EINVAL;
     /* An explicit RDMA mode is a promise about the transport. */

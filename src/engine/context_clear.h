@@ -12,8 +12,8 @@
 
 /** Discard the running context's objects: pools emptied (request ids and
  *  region generations kept), queues, peers, matcher, attached buffer and
- *  timers reset, quiesced, `key` the context key. The peers' link state
- *  is left zeroed: the caller sets it up (chan_init) before any use. */
+ *  timers reset, quiesced, `key` the context key. The link's state is
+ *  its own: the caller resets it (link_ops.reset) before any use. */
 void context_clear(quay_engine *e, uint32_t key);
 /** Rebuild the request, message and region free lists, in index order,
  *  from the slots' own state (FREE, UM_FREE, not in use). */

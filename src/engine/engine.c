@@ -48,7 +48,7 @@ static int engine_pools(quay_engine *e)
 
 /* Create one channel: the whole engine state for one logical network. */
 static int channel_new(const quay_config *c, const quay_allocator *a, const engine_parts *parts,
-                       uint8_t id, quay_engine *root, quay_engine **pe)
+                       const link_ops *link, uint8_t id, quay_engine *root, quay_engine **pe)
 {
     quay_engine *e = a->alloc(sizeof *e, a->ctx);
     if (e == NULL)
@@ -68,11 +68,11 @@ static int channel_new(const quay_config *c, const quay_allocator *a, const engi
     ql_init(&e->coll.ready);
     ql_init(&e->coll.blocked);
     e->rare = 1; /* the first idle pull looks everywhere */
-    e->link = e->flow ? parts->link : NULL;
+    e->link = link;
 
     int rc = engine_pools(e);
     if (rc == 0 && e->link != NULL)
-        e->link->reset(e);
+        rc = e->link->init(e);
     if (rc == 0)
         rc = out_init(e);
     if (rc == 0)
@@ -116,6 +116,8 @@ static void channel_free(quay_engine *e)
     mem_fini(e);
     rtr_fini(e);
     arb_fini(e);
+    if (e->link != NULL)
+        e->link->fini(e);
     qfree(e, e->reqs);
     qfree(e, e->msgs);
     qfree(e, e->peers);
@@ -138,6 +140,11 @@ int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **
         rc = config_check(&c);
     if (rc == 0 && parts->coll_config_check != NULL)
         rc = parts->coll_config_check(&c);
+    const link_ops *link = NULL;
+    if (rc == 0)
+        rc = parts->link_for(c.flow, &link);
+    if (rc == 0 && link != NULL)
+        rc = link->config_check(&c);
     if (rc != 0)
         return rc;
     quay_allocator a = c.alloc;
@@ -145,14 +152,14 @@ int engine_new(const quay_config *cfg, const engine_parts *parts, quay_engine **
         a = alloc_libc();
     }
     quay_engine *root = NULL;
-    rc = channel_new(&c, &a, parts, 0, NULL, &root);
+    rc = channel_new(&c, &a, parts, link, 0, NULL, &root);
     if (root == NULL)
         return rc;
     root->chans[0] = root;
     root->nchans = 1;
     for (uint32_t k = 1; rc == 0 && k < c.channels; k++) {
         quay_engine *ch = NULL;
-        rc = channel_new(&c, &a, parts, (uint8_t)k, root, &ch);
+        rc = channel_new(&c, &a, parts, link, (uint8_t)k, root, &ch);
         if (ch != NULL)
             root->chans[root->nchans++] = ch;
     }

@@ -11,8 +11,9 @@
 #include "engine/link.h"
 
 typedef struct engine_parts {
-    /** The link every channel uses when cfg.flow is not QUAY_FLOW_NONE. */
-    const link_ops *link;
+    /** The link for cfg.flow: 0 with *link set (NULL for QUAY_FLOW_NONE:
+     *  no link), or QUAY_EINVAL for a policy this library does not have. */
+    int (*link_for)(uint32_t flow, const link_ops **link);
     /** Called at creation when cfg.coll_bypass is set (the collectives
      *  must see arrivals before any collective call): 0 or QUAY_ENOMEM. */
     int (*coll_attach)(quay_engine *e);

@@ -8,7 +8,7 @@
  * hot inline helpers are in its own header, included at the end:
  *   request.h  request pool, ids, life cycle (request.c)
  *   comm.h     communicators, context lookup (comm.c)
- *   peer.h     per-peer state (seq.c, rtr.c, arbitrate.c, the link)
+ *   peer.h     per-peer state (seq.c, rtr.c, arbitrate.c)
  *   msg.h      message descriptors, sequencing (seq.c), matching (match.c)
  *   out.h      descriptors, control ring, actions, op_done (out.c),
  *              inline sends and trains (inline.c), one-sided (rdma.c)
@@ -37,7 +37,6 @@
 #include "engine/list.h"
 #include "engine/mem.h"
 #include "engine/wire.h"
-#include "flowctl/ackn.h"
 
 /* The objects the engine points to; each module's header (included at
  * the end, once the engine's struct is complete) defines its own. */
@@ -190,8 +189,10 @@ struct quay_engine {
     bsend_state bs;
     void *trace_ctx;
 
-    /* flow control (src/flowctl/chan.c) */
-    fc_params fcp;
+    /* flow control: the link's own state (link_ops.init), opaque here;
+     * the few scalars below are the link's too, kept here because the
+     * context's ENGN section saves them */
+    void *link_state;
     uint32_t chan_rr;    /* round-robin start for channel pulls */
     uint64_t ka_next;    /* next keepalive tick, 0 = not armed */
     uint64_t ka_idle_at; /* reqs_allocs when a tick found no one waiting */

@@ -5,9 +5,10 @@
  * With no flow control there is no link: a built packet goes straight
  * into the adapter's SEND action (out.c's hand_out is the pass-through).
  * With a flow-control policy, every packet to another rank goes down
- * through the link's table, set at creation by the composition root
- * (src/quay.c); the engine never names a flowctl function, and the link
- * reaches back up only through the engine calls declared below.
+ * through that policy's table, which the composition root (src/quay.c)
+ * picks by quay_config.flow; the engine never names a flowctl function,
+ * and the link reaches back up only through the engine calls declared
+ * below (and the engine's allocator, qalloc / qfree, for its state).
  */
 #ifndef QUAY_ENGINE_LINK_H
 #define QUAY_ENGINE_LINK_H
@@ -35,8 +36,26 @@ struct quay_req;
 
 typedef struct link_ops {
     const char *name;
-    /** Set up (or, on a context reset, set up again) the per-peer state. */
+    /** The implementation's own description (flowctl: its policy), for
+     *  its functions; the engine never reads it. */
+    const void *impl;
+    /** Check the link's knobs in the engine's copy of the config, filling
+     *  in their defaults, after the engine's own check and before any
+     *  channel exists: 0 or QUAY_EINVAL. */
+    int (*config_check)(quay_config *c);
+    /** 1: every message of a peer that the engine keeps (unexpected with a
+     *  payload, held early) holds one of that peer's credits, counted in
+     *  peer_state.credit_held, which the link grants from. 0: the engine
+     *  counts nothing. */
+    uint8_t holds_credit;
+    /** Make the link's state (per peer, with qalloc) for a new channel and
+     *  hang it on e->link_state, which the engine never reads: 0 or
+     *  QUAY_ENOMEM. */
+    int (*init)(quay_engine *e);
+    /** Set the state up again for a new context (nothing queued). */
     void (*reset)(quay_engine *e);
+    /** Free what init made (e->link_state may be NULL: init never ran). */
+    void (*fini)(quay_engine *e);
     /** Queue a built packet for its peer; the link sends it in turn. */
     void (*submit)(quay_engine *e, struct qout *o);
     /** The link's next transmission: 1 with *a filled, else 0. */

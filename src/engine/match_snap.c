@@ -73,7 +73,7 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
         ((m->flags & (UMF_KEY | UMF_PUT_OK)) && m->type != QUAY_PKT_RTS) ||
         (!(m->flags & UMF_KEY) && m->type != QUAY_PKT_RTR && m->type != QUAY_PKT_RTR_ANY &&
          m->key != 0) ||
-        ((m->flags & UMF_CREDIT) && (e->flow != QUAY_FLOW_CREDIT || m->peer == e->rank)) ||
+        ((m->flags & UMF_CREDIT) && (!peer_counts_credit(e) || m->peer == e->rank)) ||
         has_data > 1 || has_data != eager_data ||
         (has_data && m->len > e->cfg.unexpected_bytes_max - s->ubytes) ||
         (need_comm ? snap_bad_index(ci, e->ncomms_max, 0) : ci != SNAP_NONE) ||

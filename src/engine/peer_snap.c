@@ -3,34 +3,35 @@
  * sequencing (seq.c: envelope numbers, drain, failure), the link's state
  * (through s->link: flowctl/fc_snap.c), its held packets in seq order
  * (match_snap.c's records) and the packets built for it but not yet given
- * a sequence number (quiesce held them).
+ * a sequence number (quiesce held them; the link queues them).
  */
 #include "engine/snap.h"
 
-/* Sequencing, with the link's run of the record in its place. */
-static void sx_peer_scalars(snap *s, peer_state *ps)
+/* Sequencing, with the link's run of peer p's record in its place (the
+ * link checks its own). */
+static void sx_peer_scalars(snap *s, int32_t p, peer_state *ps, uint64_t delta)
 {
     sx_u32(s, &ps->tx_seq);
     sx_u32(s, &ps->rx_seq);
     sx_u8(s, &ps->drain_blocked);
     sx_u8(s, &ps->failed);
-    s->link->sx(s, ps);
+    s->link->sx(s, p, ps->failed, delta);
 }
 
-static int peer_scalars_ok(const snap *s, const peer_state *ps)
+static int peer_scalars_ok(const peer_state *ps)
 {
-    return s->link->ok(s, ps) && ps->drain_blocked <= 1 && ps->failed <= 1;
+    return ps->drain_blocked <= 1 && ps->failed <= 1;
 }
 
 /* A packet built but not yet given a sequence number (quiesce held it). */
-static void sx_out(snap *s, qout *src, int32_t peer, uint32_t *room)
+static void sx_out(snap *s, const qout *src, int32_t peer, uint32_t *room)
 {
     quay_engine *e = s->e;
     qout tmp, *o = &tmp;
     memset(&tmp, 0, sizeof tmp);
     uint32_t ri = SNAP_NONE;
     if (s->mode == SNAP_SAVE) {
-        o = src;
+        o = (qout *)(uintptr_t)src; /* (SAVE only reads it) */
         ri = snap_req_index(e, o->req);
     }
     sx_u8(s, &o->pkt);
@@ -71,14 +72,8 @@ static void sx_out(snap *s, qout *src, int32_t peer, uint32_t *room)
     d->payload = o->payload;
     d->payload_len = o->payload_len;
     d->seq = o->seq;
-    d->framed = 1; /* as chan_submit left it */
     memcpy(OUT_HDR(d), OUT_HDR(o), o->hdr_len);
-    peer_state *ps = &e->peers[peer];
-    if (ps->pend_tail != NULL)
-        ps->pend_tail->next = d;
-    else
-        ps->pend_head = d;
-    ps->pend_tail = d;
+    s->link->requeue(e, d);
 }
 
 void snap_peers(snap *s)
@@ -95,8 +90,8 @@ void snap_peers(snap *s)
         memset(&tmp, 0, sizeof tmp);
         if (s->mode == SNAP_SAVE)
             ps = &e->peers[p];
-        sx_peer_scalars(s, ps);
-        if (s->mode != SNAP_SAVE && (s->err != 0 || !peer_scalars_ok(s, ps))) {
+        sx_peer_scalars(s, p, ps, delta);
+        if (s->mode != SNAP_SAVE && (s->err != 0 || !peer_scalars_ok(ps))) {
             snap_corrupt(s);
             return;
         }
@@ -107,9 +102,6 @@ void snap_peers(snap *s)
             ql_init(&d->held);
             d->nheld = 0;
             d->credit_held = credit_held;
-            d->pend_head = d->pend_tail = NULL;
-            d->unack_head = d->unack_tail = NULL;
-            s->link->retime(d, delta);
             if (d->drain_blocked)
                 e->ndrain_blocked++;
             if (d->failed)
@@ -131,19 +123,19 @@ void snap_peers(snap *s)
         }
         /* Saved stable: nothing owed to the peer (with the credit its
          * messages hold, now all counted). */
-        if (s->mode == SNAP_CHECK) {
-            tmp.credit_held = s->credit_held[p];
-            if (p != e->rank && !tmp.failed && s->link->owes(e, &tmp))
-                snap_corrupt(s);
-        }
+        if (s->mode == SNAP_CHECK && p != e->rank && !tmp.failed &&
+            s->link->owes(s, p, s->credit_held[p]))
+            snap_corrupt(s);
         /* packets queued for a sequence number */
         uint32_t no = 0;
         if (s->mode == SNAP_SAVE)
-            for (qout *o = ps->pend_head; o != NULL; o = o->next)
+            for (const qout *o = s->link->queued(e, p, NULL); o != NULL;
+                 o = s->link->queued(e, p, o))
                 no++;
         no = sx_count(s, no, e->nouts);
         if (s->mode == SNAP_SAVE) {
-            for (qout *o = ps->pend_head; o != NULL; o = o->next)
+            for (const qout *o = s->link->queued(e, p, NULL); o != NULL;
+                 o = s->link->queued(e, p, o))
                 sx_out(s, o, p, &room);
         } else {
             for (uint32_t k = 0; k < no && s->err == 0; k++)

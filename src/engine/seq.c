@@ -32,11 +32,12 @@ umsg *umsg_alloc(quay_engine *e)
     return m;
 }
 
-/* Under credit flow control a message the engine keeps holds one of its
- * sender's credits until it is freed (flowctl/chan.c grants them back). */
+/* When the link counts credit (peer_counts_credit) a message the engine
+ * keeps holds one of its sender's credits until it is freed (the link
+ * grants them back). */
 static void umsg_take_credit(quay_engine *e, umsg *m, int32_t peer)
 {
-    if (e->flow == QUAY_FLOW_CREDIT && peer != e->rank) {
+    if (peer_counts_credit(e) && peer != e->rank) {
         m->flags |= UMF_CREDIT;
         e->peers[peer].credit_held++;
     }

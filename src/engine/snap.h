@@ -49,19 +49,28 @@ enum { ARB_FLAG = 1, ARB_QUEUED = 2 };
 
 struct snap;
 
-/* The link's per-peer state (flow control: ACK/NACK, NACK pacing,
- * credits, keepalive probes), one contiguous run of each peer record. The
- * driver sets it (flowctl/fc_snap.h); the engine calls only through it. */
+/* The link's part of each peer record (flow control: ACK/NACK, NACK
+ * pacing, credits, keepalive probes), one contiguous run of it, and the
+ * packets the link queues for a peer. The state is the link's own: the
+ * engine names neither its fields nor its scratch, it calls only through
+ * this table, which the driver sets (flowctl/fc_snap.h). */
 typedef struct snap_link {
-    /** Walk the link's fields of ps, in every mode, at their place. */
-    void (*sx)(struct snap *s, peer_state *ps);
-    /** CHECK / APPLY: the link's fields of ps, as read, are sane and
-     *  were saved stable. */
-    int (*ok)(const struct snap *s, const peer_state *ps);
-    /** APPLY: move ps's link timers on by delta (the clock ran on). */
-    void (*retime)(peer_state *ps, uint64_t delta);
-    /** CHECK: 1 if ps, as restored, would owe its peer something. */
-    int (*owes)(const quay_engine *e, const peer_state *ps);
+    /** Walk the link's run of peer p's record at its place. SAVE: from
+     *  the link's state. CHECK: into scratch of the link's own, checked
+     *  there (snap_corrupt: not sane, or not saved stable; `failed`: the
+     *  peer was saved failed). APPLY, after a clean CHECK: into peer p's
+     *  state, nothing queued, its timers moved on by delta (the clock ran
+     *  on meanwhile). */
+    void (*sx)(struct snap *s, int32_t p, uint8_t failed, uint64_t delta);
+    /** CHECK, after sx of p: 1 if p as read, holding `held` messages'
+     *  credit, would owe its peer something. */
+    int (*owes)(const struct snap *s, int32_t p, uint32_t held);
+    /** SAVE: the packets queued for p waiting for a sequence number, in
+     *  order: the first (prev NULL) or the one after prev; NULL after the
+     *  last. */
+    const qout *(*queued)(const quay_engine *e, int32_t p, const qout *prev);
+    /** APPLY: queue the restored packet o for its peer again, last. */
+    void (*requeue)(quay_engine *e, qout *o);
 } snap_link;
 
 typedef struct snap {
