@@ -498,15 +498,29 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
     return 0;
 }
 
-int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m)
+/* Arbitration packets come only to an engine that arbitrates, and never
+ * from itself. */
+static int arb_takes(const quay_engine *e, int32_t peer)
 {
-    if (e->aslots == NULL || peer == e->rank)
-        return QUAY_ESTATE;
-    switch (m->type) {
-    case QUAY_PKT_ENA_ANY: return on_ena(e, peer, m);
-    case QUAY_PKT_ANY_FLAG: return on_flag(e, peer, m);
-    case QUAY_PKT_RTR_ANY: return on_rtr_any(e, peer, m);
-    case QUAY_PKT_DISABLE_ANY: return on_disable(e, peer, m);
-    default: return QUAY_ESTATE;
-    }
+    return e->aslots != NULL && peer != e->rank;
+}
+
+int arb_on_ena(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_ena(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_flag(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_flag(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_rtr_any(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_disable(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_disable(e, peer, m) : QUAY_ESTATE;
 }

@@ -66,8 +66,10 @@ int req_cancel(quay_engine *e, quay_req *r)
     return 0;
 }
 
-void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
+int cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
 {
+    if (!ctrl_space(e))
+        return QUAY_EAGAIN; /* the verdict needs a control slot */
     umsg *m = msg_find_by_seq(e, peer, req->target);
     int32_t verdict = 0;
     /* A poisoned ready message already got its verdict (ENOTPOSTED): it
@@ -83,10 +85,14 @@ void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
         verdict = 1;
     }
     ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, req->sreq, verdict, 0);
+    return 0;
 }
 
-int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                  size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     if (h->flags & WIRE_F_FOR_RECV)
         return rtr_on_cancel_rep(e, peer, h);
     quay_req *r = req_by_id(e, h->sreq);

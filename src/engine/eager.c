@@ -16,8 +16,11 @@ int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t le
     return eager_arrival(e, peer, b, len, 0, NULL);
 }
 
-int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h)
+int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                 size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_ENV_SENT) || (r->flags & (RF_ACKED | RF_CANCELLED | RF_FIN_SEEN)) ||

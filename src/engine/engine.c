@@ -249,24 +249,12 @@ static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, 
         return QUAY_EPROTO; /* larger than this transport's packets */
     if (payload == NULL)
         payload = b + hl;
-    switch (h->type) {
-    case QUAY_PKT_EAGER:
-    case QUAY_PKT_RTS:
-    case QUAY_PKT_CANCEL_REQ:
-    case QUAY_PKT_RTR:
-    case QUAY_PKT_SC:
-    case QUAY_PKT_ENA_ANY:
-    case QUAY_PKT_ANY_FLAG:
-    case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_DISABLE_ANY:
-        return seq_on_packet(e, peer, h, payload, plen);
-    case QUAY_PKT_CTS: return rndv_on_cts(e, peer, h);
-    case QUAY_PKT_DATA: return rndv_on_data(e, peer, h, payload, plen);
-    case QUAY_PKT_ACK: return eager_on_ack(e, peer, h);
-    case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, h);
-    case QUAY_PKT_FIN: return rndv_on_fin(e, peer, h);
-    default: return QUAY_EPROTO; /* wire_decode admits no other type */
-    }
+    /* The type's protocol takes it (packets.h); a sequenced type's
+     * handler is seq_on_packet, which takes it in its turn. */
+    pkt_on_packet_fn *on_packet = pkt_info(h->type)->on_packet;
+    if (on_packet == NULL)
+        return QUAY_EPROTO; /* wire_decode admits no other type */
+    return on_packet(e, peer, h, payload, plen);
 }
 
 /* Trace a packet from the wire: its type and, if sequenced, its seq. */
@@ -281,8 +269,7 @@ static void trace_wire(quay_engine *e, int kind, int32_t peer,
     }
     int type = len >= 2 ? b[1] : 0;
     uint32_t seq = 0;
-    if (len >= 8 && (type == QUAY_PKT_EAGER || type == QUAY_PKT_RTS ||
-                     type == QUAY_PKT_CANCEL_REQ || type >= QUAY_PKT_RTR))
+    if (len >= 8 && pkt_is((unsigned)type, PK_SEQ))
         seq = wire_get32(b + 4);
     trace_pkt(e, kind, type, peer, 0, seq, code);
 }

@@ -17,9 +17,11 @@
  *   p2p.h      point-to-point protocols (p2p.c, eager.c, rndv*.c,
  *              cancel.c, bsend.c)
  *   mem.h      registered memory and keys (mem.c)
+ *   packets.h  the packet types' registry: names, properties, handlers
+ *              (packets.c)
  * Below the engine, flow control is a link (link.h); above it, the
  * collectives reach in through coll_port.h. engine.c creates, frees and
- * dispatches; config.c, abi.c and errors.c are the public contract's.
+ * dispatches (through packets.h); config.c, abi.c and errors.c are the public contract's.
  */
 #ifndef QUAY_ENGINE_INTERNAL_H
 #define QUAY_ENGINE_INTERNAL_H
@@ -279,5 +281,6 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/out.h"
 #include "engine/rtr.h"
 #include "engine/p2p.h"
+#include "engine/packets.h"
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

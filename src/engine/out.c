@@ -442,9 +442,7 @@ static qout *txq_emit(quay_engine *e, quay_req *r)
         ql_push_tail(&e->txq, &r->link); /* round-robin */
     else
         txq_leave(e, r);
-    if (e->rtr_pool != NULL &&
-        (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS || o->pkt == QUAY_PKT_CANCEL_REQ ||
-         o->pkt == QUAY_PKT_SC || o->pkt == QUAY_PKT_ANY_FLAG))
+    if (e->rtr_pool != NULL && pkt_is(o->pkt, PK_SEQ))
         e->peers[o->peer].tx_unsent--; /* a numbered packet left */
     return o;
 }

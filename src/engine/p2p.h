@@ -46,7 +46,9 @@ int req_cancel(quay_engine *e, quay_req *r);
  *  or imrecv). `data` is the eager payload (arrival or held copy). */
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
                  const uint8_t *data);
-int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h);
+/* The handlers of the packet types these protocols own (packets.h). */
+int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                 size_t plen);
 /** quay_on_packet's fast path: an in-order standard EAGER that meets a
  *  posted receive. Returns EAGER_NOT_FAST (nothing done: take the general
  *  path) or the packet's result. */
@@ -77,7 +79,8 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
 /** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
 void rndv_rdma_progress(quay_engine *e, quay_req *r);
-int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h);
+int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen);
 /** The status a FIN or SC reports for a transfer that ended with err. */
 int32_t rndv_fin_status(int32_t err);
 /** At completion: owed FIN out, internal region released. */
@@ -92,11 +95,15 @@ void send_envelope(quay_engine *e, quay_req *r);
  *  envelope. */
 void send_go(quay_engine *e, quay_req *r);
 
-int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
                  const uint8_t *payload, size_t plen);
-void cancel_on_req(quay_engine *e, int32_t peer, const umsg *m);
-int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** A CANCEL_REQ in its turn: answered (CANCEL_REP), or QUAY_EAGAIN while
+ *  the control ring has no room for the answer. */
+int cancel_on_req(quay_engine *e, int32_t peer, const umsg *m);
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                  size_t plen);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

@@ -70,8 +70,11 @@ static uint64_t cts_bit(uint32_t ncts, uint64_t bits, uint32_t index)
     return (bits & bit) ? 0 : bit;
 }
 
-int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_RNDV) || !(r->flags & RF_ENV_SENT) ||

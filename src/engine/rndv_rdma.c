@@ -207,8 +207,11 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
     }
 }
 
-int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h)
+int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     quay_req *r;
     if (h->flags & WIRE_F_TO_RECV) {
         r = req_by_id(e, h->rreq);

@@ -377,6 +377,8 @@ static int log_conflict(peer_state *ps, uint32_t x, uint32_t ctx, int32_t tag)
 
 int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
 {
+    if ((m->rflags & WIRE_F_CANCEL) && !ctrl_space(e))
+        return QUAY_EAGAIN; /* its verdict needs a control slot */
     peer_state *ps = &e->peers[peer];
     if (e->rtr_pool == NULL || peer == e->rank)
         return QUAY_ESTATE;
