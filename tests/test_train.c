@@ -368,7 +368,7 @@ static void t_eagain(void)
  * from seq0) into b: 36 bytes for the first, 12 for each piece. */
 static size_t make_train(uint8_t *b, int n, uint32_t seq0, uint32_t ctx)
 {
-    wire_encode_env(b, QUAY_PKT_EAGER, WIRE_F_MORE, seq0, ctx, 0, 0, 0, 4);
+    env_encode(b, QUAY_PKT_EAGER, WIRE_F_MORE, seq0, ctx, 0, 0, 0, 4);
     memset(b + WIRE_ENV_LEN, 0x40, 4);
     size_t off = WIRE_ENV_LEN + 4;
     for (int i = 1; i < n; i++) {

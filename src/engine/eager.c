@@ -11,6 +11,51 @@
 #include "engine/internal.h"
 #include "engine/eager_fast.h"
 
+/* ---- EAGER and ACK on the wire (registry: packets.h) ------------------------ */
+
+/* The common header, then the envelope (eager.h), then the payload. */
+int eager_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    env_read(b, h);
+    /* sync and ready at once, a negative source or tag, a length not the
+     * payload's; only sync/ready sends need a reply addressed to a
+     * request */
+    if ((h->flags & WIRE_ENV_FLAGS) == WIRE_ENV_FLAGS || h->src < 0 || h->tag < 0 ||
+        h->len != payload || ((h->flags & WIRE_ENV_FLAGS) && h->sreq == 0))
+        return QUAY_EPROTO;
+    return 0;
+}
+
+/* EAGER and RTS (an RTS's key behind the envelope). */
+void env_encode_hdr(const wire_hdr *h, uint8_t *o)
+{
+    env_encode(o, h->type, h->flags, h->seq, h->ctx, h->src, h->tag, h->sreq, h->len);
+    if (h->flags & WIRE_F_KEY)
+        env_put_key(o, h->key);
+}
+
+/* ACK: WIRE_ACK_LEN bytes. */
+enum {
+    ACK_SREQ = 4,  /* 4: the send it answers */
+    ACK_STATUS = 8 /* 4: 0 matched, or QUAY_ENOTPOSTED */
+};
+
+int ack_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->sreq = wire_get32(b + ACK_SREQ);
+    h->status = (int32_t)wire_get32(b + ACK_STATUS);
+    return h->sreq == 0 || (h->status != 0 && h->status != QUAY_ENOTPOSTED) ? QUAY_EPROTO : 0;
+}
+
+void ack_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + ACK_SREQ, h->sreq);
+    wire_put32(o + ACK_STATUS, (uint32_t)h->status);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
 {
     return eager_arrival(e, peer, b, len, 0, NULL);

@@ -76,7 +76,7 @@ static QUAY_ALWAYS_INLINE int inline_take(quay_engine *e, quay_comm *c, const vo
     o->train_room = (int16_t)((int32_t)e->train_room - (int32_t)len);
     uint8_t *h = OUT_HDR(o);
     /* sreq 0: a standard send expects no reply addressed to a request */
-    wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
+    env_encode(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
     if (len != 0)
         copy_payload(h + WIRE_ENV_LEN, buf, len);
     o->hdr_len = (uint16_t)(WIRE_ENV_LEN + len);

@@ -14,8 +14,9 @@
  *              inline sends and trains (inline.c), one-sided (rdma.c)
  *   rtr.h      receiver-initiated transfers (rtr.c), arbitration
  *              (arbitrate.c)
- *   p2p.h      point-to-point protocols (p2p.c, eager.c, rndv*.c,
- *              cancel.c, bsend.c)
+ *   p2p.h      point-to-point protocols (p2p.c, rndv*.c, cancel.c,
+ *              bsend.c)
+ *   eager.h    the eager protocol (eager.c) and the envelope's layout
  *   mem.h      registered memory and keys (mem.c)
  *   packets.h  the packet types' registry: names, properties, handlers
  *              (packets.c)
@@ -281,6 +282,7 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/out.h"
 #include "engine/rtr.h"
 #include "engine/p2p.h"
+#include "engine/eager.h"
 #include "engine/packets.h"
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

@@ -221,11 +221,10 @@ int req_emit(quay_req *r, qout *o)
             fl |= WIRE_F_PUT_OK;
         if (r->flags & RF_GET_OFFER)
             fl |= WIRE_F_KEY;
-        o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx,
-                                               r->comm->myrank, r->tag, r->id,
-                                               r->len);
+        o->hdr_len = (uint16_t)env_encode(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx,
+                                          r->comm->myrank, r->tag, r->id, r->len);
         if (r->flags & RF_GET_OFFER) {
-            wire_put64(OUT_HDR(o) + WIRE_ENV_LEN, r->lkey);
+            env_put_key(OUT_HDR(o), r->lkey);
             o->hdr_len += WIRE_KEY_LEN;
         }
         if (!rndv) {
@@ -634,9 +633,8 @@ static QUAY_NOINLINE int eager_emit(quay_engine *e, quay_req *r, quay_action *a)
     o->req = r;
     o->pkt = QUAY_PKT_EAGER;
     o->seq = r->seq;
-    o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), QUAY_PKT_EAGER, send_wire_flags(r),
-                                           r->seq, r->ctx, r->comm->myrank, r->tag, r->id,
-                                           r->len);
+    o->hdr_len = (uint16_t)env_encode(OUT_HDR(o), QUAY_PKT_EAGER, send_wire_flags(r), r->seq,
+                                      r->ctx, r->comm->myrank, r->tag, r->id, r->len);
     o->payload = r->u.sbuf;
     o->payload_len = r->len;
     e->st.pkts_out++;

@@ -28,6 +28,33 @@
  */
 #include "engine/internal.h"
 
+/* ---- FIN on the wire (registry: packets.h) ------------------------------------ */
+
+/* FIN: WIRE_FIN_LEN bytes. */
+enum {
+    FIN_SREQ = 4,
+    FIN_RREQ = 8,
+    FIN_STATUS = 12 /* 0 or the transfer's error (rndv_fin_status) */
+};
+
+int fin_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->sreq = wire_get32(b + FIN_SREQ);
+    h->rreq = wire_get32(b + FIN_RREQ);
+    h->status = (int32_t)wire_get32(b + FIN_STATUS);
+    return h->sreq == 0 || h->rreq == 0 || !rndv_fin_status_ok(h->status) ? QUAY_EPROTO : 0;
+}
+
+void fin_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + FIN_SREQ, h->sreq);
+    wire_put32(o + FIN_RREQ, h->rreq);
+    wire_put32(o + FIN_STATUS, (uint32_t)h->status);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 /* The FIN status: what the peer should report for the transfer. */
 int32_t rndv_fin_status(int32_t err)
 {
