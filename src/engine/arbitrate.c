@@ -108,6 +108,23 @@ void any_encode(const wire_hdr *h, uint8_t *o)
     wire_put64(o + ANY_KEY, h->key);
 }
 
+void arb_emit_flag(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_ANY_FLAG;
+    h.seq = r->seq;
+    h.ctx = r->ctx;
+    h.src = r->comm->myrank;
+    h.tag = r->tag;
+    h.sreq = r->id;
+    h.slot = r->slot;
+    h.len = r->len;
+    o->seq = r->seq;
+    r->flags |= RF_ENV_SENT;
+    out_encode(o, &h);
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 #define NO_SLOT UINT32_MAX

@@ -57,6 +57,21 @@ void cancel_rep_encode(const wire_hdr *h, uint8_t *o)
     wire_put32(o + CREP_STATUS, (uint32_t)h->status);
 }
 
+/* A send's CANCEL_REQ, under the number cancel took for it. */
+void cancel_emit_req(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_CANCEL_REQ;
+    h.seq = r->cancel_seq;
+    h.ctx = r->ctx;
+    h.sreq = r->id;
+    h.target = r->seq;
+    o->seq = r->cancel_seq;
+    r->flags &= ~(uint32_t)RF_CANCEL_WANTED;
+    out_encode(o, &h);
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 void recv_unpost_cancelled(quay_engine *e, quay_req *r)

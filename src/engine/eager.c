@@ -54,6 +54,29 @@ void ack_encode(const wire_hdr *h, uint8_t *o)
     wire_put32(o + ACK_STATUS, (uint32_t)h->status);
 }
 
+void env_emit(quay_req *r, qout *o)
+{
+    int rndv = (r->flags & RF_RNDV) != 0;
+    uint16_t fl = send_wire_flags(r);
+    o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
+    if (r->flags & RF_PUT_OFFER)
+        fl |= WIRE_F_PUT_OK;
+    if (r->flags & RF_GET_OFFER)
+        fl |= WIRE_F_KEY;
+    o->hdr_len = (uint16_t)env_encode(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx, r->comm->myrank,
+                                      r->tag, r->id, r->len);
+    if (r->flags & RF_GET_OFFER) {
+        env_put_key(OUT_HDR(o), r->lkey);
+        o->hdr_len += WIRE_KEY_LEN;
+    }
+    if (!rndv) {
+        o->payload = r->u.sbuf;
+        o->payload_len = r->len;
+    }
+    o->seq = r->seq;
+    r->flags |= RF_ENV_SENT;
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)

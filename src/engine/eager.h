@@ -65,7 +65,18 @@ static inline void env_put_key(uint8_t *o, uint64_t key)
     wire_put64(o + ENV_KEY, key);
 }
 
+/* The envelope flags a send's mode asks for. */
+static inline uint16_t send_wire_flags(const quay_req *r)
+{
+    return r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
+           : r->mode == QUAY_SEND_READY ? WIRE_F_READY
+                                        : 0;
+}
+
 /* ---- eager (eager.c) ----------------------------------------------------- */
+/** A send's envelope (EAGER, or RTS with its offer) into o: the payload
+ *  of an EAGER rides behind it; r's envelope is sent. */
+void env_emit(quay_req *r, qout *o);
 /** The ACK's handler (packets.h). */
 int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                  size_t plen);

@@ -58,6 +58,13 @@ typedef struct qout {
 
 #define OUT_HDR(o) ((o)->hdr + CHAN_FRAME_LEN)
 
+/* Encode h (wire_encode) as o's packet. */
+static inline void out_encode(qout *o, const wire_hdr *h)
+{
+    o->pkt = h->type;
+    o->hdr_len = (uint16_t)wire_encode(h, OUT_HDR(o));
+}
+
 /* Queued control reply (ACK, CANCEL_REP, FIN to a sender): pure data,
  * encoded at pull. */
 typedef struct ctrl_item {

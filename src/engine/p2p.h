@@ -70,6 +70,8 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
 /** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
 void rndv_rdma_progress(quay_engine *e, quay_req *r);
+/** Sender: a PUT's FIN into o. */
+void rndv_emit_fin(quay_req *r, qout *o);
 /* The handlers of the packet types these protocols own (packets.h). */
 int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                 size_t plen);
@@ -92,6 +94,11 @@ void send_envelope(quay_engine *e, quay_req *r);
  *  envelope. */
 void send_go(quay_engine *e, quay_req *r);
 
+/** Receiver: r's next CTS into o. Sender: r's next DATA fragment. */
+void rndv_emit_cts(quay_req *r, qout *o);
+void rndv_emit_data(quay_req *r, qout *o);
+/** Sender: r's CANCEL_REQ into o. */
+void cancel_emit_req(quay_req *r, qout *o);
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                 size_t plen);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,

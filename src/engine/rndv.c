@@ -93,6 +93,45 @@ void data_encode(const wire_hdr *h, uint8_t *o)
     wire_put64(o + DATA_OFFSET, h->offset);
 }
 
+/* The receiver's next CTS for r (a keyed one for a PUT: every fragment
+ * granted, write here). */
+void rndv_emit_cts(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_CTS;
+    h.sreq = r->sreq;
+    h.rreq = r->id;
+    h.grant = r->grant;
+    h.frag = r->frag;
+    h.index = ++r->ncts;
+    h.len = r->accepted;
+    if (r->state == QUAY_RS_RECV_PUT) {
+        h.flags = WIRE_F_KEY;
+        h.key = r->lkey;
+    }
+    r->flags &= ~(uint32_t)RF_NEED_CTS;
+    out_encode(o, &h);
+}
+
+/* The sender's next fragment: DATA at next_frag * frag. */
+void rndv_emit_data(quay_req *r, qout *o)
+{
+    uint64_t off = (uint64_t)r->next_frag * r->frag;
+    uint64_t n = r->accepted - off;
+    if (n > r->frag)
+        n = r->frag;
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_DATA;
+    h.rreq = r->rreq;
+    h.offset = off;
+    o->payload = r->u.sbuf + off;
+    o->payload_len = (size_t)n;
+    r->next_frag++;
+    out_encode(o, &h);
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 uint32_t rndv_split(uint64_t bytes, uint64_t frag_size, uint32_t *frag)

@@ -53,6 +53,21 @@ void fin_encode(const wire_hdr *h, uint8_t *o)
     wire_put32(o + FIN_STATUS, (uint32_t)h->status);
 }
 
+/* A PUT sender's FIN: its writes are done (TO_RECV: to the receiver). */
+void rndv_emit_fin(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_FIN;
+    h.flags = WIRE_F_TO_RECV;
+    h.sreq = r->id;
+    h.rreq = r->rreq;
+    h.status = rndv_fin_status(r->status.error);
+    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->flags |= RF_FIN_SENT;
+    out_encode(o, &h);
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 /* The FIN status: what the peer should report for the transfer. */

@@ -127,6 +127,26 @@ void sc_encode(const wire_hdr *h, uint8_t *o)
     wire_put64(o + SC_LEN, h->len);
 }
 
+/* A writer's SC: sequenced with its envelopes, under the send's number. */
+void rtr_emit_sc(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_SC;
+    h.seq = r->seq;
+    h.ctx = r->ctx;
+    h.src = r->comm->myrank;
+    h.tag = r->tag;
+    h.sreq = r->id;
+    h.rreq = r->rreq;
+    h.len = r->len;
+    h.status = rndv_fin_status(r->status.error);
+    o->seq = r->seq;
+    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->flags |= RF_FIN_SENT;
+    out_encode(o, &h);
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 static int seq_before(uint32_t a, uint32_t b) { return (uint32_t)(a - b) >= 0x80000000u; }
@@ -372,9 +392,8 @@ int rtrq_emit(quay_engine *e, qout *o)
     h.seq = ps->tx_seq++;
     o->peer = it.peer;
     o->req = NULL;
-    o->pkt = it.pkt;
     o->seq = h.seq;
-    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+    out_encode(o, &h);
     return 1;
 }
 

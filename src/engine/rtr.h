@@ -97,6 +97,8 @@ int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
 int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
 /** Receiver: cancel a delegated receive (asks the sender). */
 void rtr_cancel(quay_engine *e, quay_req *r);
+/** Sender: r's SC (after its writes) into o. */
+void rtr_emit_sc(quay_req *r, qout *o);
 /** Build the next queued RTR into o; 0 if the item was moot (skipped). */
 int rtrq_emit(quay_engine *e, qout *o);
 
@@ -131,6 +133,9 @@ int arb_flag(quay_engine *e, quay_req *r, const rtr_ent *t);
 /** Sender: r (SEND_ANY or SEND_QUEUED) ends without an answer (failed):
  *  its place goes to the next send. */
 void arb_detach(quay_engine *e, quay_req *r);
+/** Sender: r's interest flag (ANY_FLAG: its envelope under its number)
+ *  into o. */
+void arb_emit_flag(quay_req *r, qout *o);
 /** Sender: cancel r (SEND_ANY or SEND_QUEUED). */
 void arb_cancel_send(quay_engine *e, quay_req *r);
 /** Sequenced arbitration packets from peer, in order (their handlers,
