@@ -11,12 +11,13 @@
  *   peer.h     per-peer state (seq.c, rtr.c, arbitrate.c, the link)
  *   msg.h      message descriptors, sequencing (seq.c), matching (match.c)
  *   out.h      descriptors, control ring, actions, op_done (out.c),
- *              inline sends and trains (inline.c), one-sided (rdma.c)
+ *              inline sends (inline.c), one-sided (rdma.c)
  *   rtr.h      receiver-initiated transfers (rtr.c), arbitration
  *              (arbitrate.c)
  *   p2p.h      point-to-point protocols (p2p.c, rndv*.c, cancel.c,
  *              bsend.c)
  *   eager.h    the eager protocol (eager.c) and the envelope's layout
+ *   train.h    trains: a piece's layout, coalescing, splitting (train.c)
  *   mem.h      registered memory and keys (mem.c)
  *   packets.h  the packet types' registry: names, properties, handlers
  *              (packets.c)
@@ -127,7 +128,7 @@ struct quay_engine {
     qout *inq_head, *inq_tail;   /* quay_send_inline packets, in send order,
                                     pulled before the txq (inline.c) */
     uint8_t *train_mem;  /* the train pool: TRAIN_BUFS buffers of
-                            train_room bytes (inline.c); NULL: no trains */
+                            train_room bytes (train.c); NULL: no trains */
     uint8_t **train_free;
     uint32_t ntrain_free;
     uint32_t train_room; /* bytes a train may add behind its first message */
@@ -227,6 +228,12 @@ void engine_stats(const quay_engine *e, quay_stats *st);
 void *qalloc(quay_engine *e, size_t n);
 void qfree(quay_engine *e, void *p);
 
+/* ---- arrivals (engine.c) ------------------------------------------------ */
+/** engine_recv after decoding: h's header is hl bytes of b[0..len); the
+ *  payload is at `payload`, or b + hl when NULL. */
+int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
+                        const uint8_t *b, size_t len, const uint8_t *payload);
+
 /* ---- trace ------------------------------------------------------------- */
 void trace_state(quay_engine *e, quay_req *r, int to);
 void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
@@ -283,6 +290,7 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/rtr.h"
 #include "engine/p2p.h"
 #include "engine/eager.h"
+#include "engine/train.h"
 #include "engine/packets.h"
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

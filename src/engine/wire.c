@@ -31,18 +31,6 @@ int wire_decode_train(const uint8_t *b, size_t len, wire_hdr *h)
     return decode(b, len, h, WIRE_F_MORE);
 }
 
-int wire_piece_hdr(const uint8_t *piece, uint32_t seq, uint32_t ctx, int32_t src, wire_hdr *h)
-{
-    memset(h, 0, sizeof *h);
-    h->type = QUAY_PKT_EAGER;
-    h->seq = seq;
-    h->ctx = ctx;
-    h->src = src;
-    h->tag = (int32_t)wire_get32(piece);
-    h->len = wire_get32(piece + 4);
-    return h->src < 0 || h->tag < 0 ? QUAY_EPROTO : WIRE_PIECE_LEN;
-}
-
 static int decode(const uint8_t *b, size_t len, wire_hdr *h, uint16_t more)
 {
     if (b == NULL || len < WIRE_COMMON_LEN)

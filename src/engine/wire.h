@@ -49,13 +49,12 @@
 #define WIRE_RTS_FLAGS (WIRE_ENV_FLAGS | WIRE_F_KEY | WIRE_F_PUT_OK)
 /* EAGER: the first message of a train (coalesced standard sends): its
  * length field covers its own payload, and pieces follow it to the end of
- * the packet (wire_train_check). Only the packet's top level splits a
- * train (engine.c), so inside a channel frame (flow control) wire_decode
- * rejects it. */
+ * the packet (train.h). Only the packet's top level splits a train
+ * (engine.c, train.c), so inside a channel frame (flow control)
+ * wire_decode rejects it. */
 #define WIRE_F_MORE 0x10u
-/* A train's piece: tag (4), payload length (4), then the payload. It is a
- * standard EAGER with the first message's context and source, numbered
- * one after the message before it, sreq 0. */
+/* A train's piece: tag (4), payload length (4), then the payload (its
+ * layout: train.h). */
 #define WIRE_PIECE_LEN 8
 /* FIN: from the sender (it wrote the data) to the receiver; without it,
  * from the receiver (it read the data) to the sender. */
@@ -110,22 +109,6 @@ int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
  *  with WIRE_F_MORE admitted on an EAGER. A packet on its own never
  *  carries it (wire_decode: QUAY_EPROTO). */
 int wire_decode_train(const uint8_t *bytes, size_t len, wire_hdr *h);
-
-/** A piece of a train as the header it stands for: an EAGER of
- *  (seq, ctx, src) — what its place in the train gives it — with the
- *  piece's tag and length (piece: WIRE_PIECE_LEN bytes and up). Returns
- *  WIRE_PIECE_LEN (the payload follows), or QUAY_EPROTO for a negative
- *  source or tag, as wire_decode would. */
-int wire_piece_hdr(const uint8_t *piece, uint32_t seq, uint32_t ctx, int32_t src,
-                    wire_hdr *h);
-
-/** A train's shape: bytes[0..len) is an EAGER flagged WIRE_F_MORE of this
- *  version whose length fits the packet, then at least one piece, each
- *  piece's length within what is left, the last ending the packet exactly.
- *  Returns the number of messages (2 or more), or QUAY_EPROTO. Fields are
- *  the decoders' to check (wire_decode_train; a piece's tag where it is
- *  taken). */
-static inline int wire_train_check(const uint8_t *bytes, size_t len);
 
 /** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
 size_t wire_encode(const wire_hdr *h, uint8_t *out);
@@ -211,30 +194,6 @@ static inline uint64_t wire_get64(const uint8_t *p)
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return WIRE_LE64(v);
-}
-
-static inline int wire_train_check(const uint8_t *b, size_t len)
-{
-    if (len < WIRE_ENV_LEN || b[0] != WIRE_VERSION || b[1] != QUAY_PKT_EAGER ||
-        !(wire_get16(b + 2) & WIRE_F_MORE) || wire_get64(b + 24) >= len - WIRE_ENV_LEN)
-        return QUAY_EPROTO; /* (>=: no room left for a piece either) */
-    size_t off = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
-    int n = 1;
-    do {
-        size_t rem = len - off;
-        if (rem < WIRE_PIECE_LEN || wire_get32(b + off + 4) > rem - WIRE_PIECE_LEN)
-            return QUAY_EPROTO;
-        off += WIRE_PIECE_LEN + (size_t)wire_get32(b + off + 4);
-        n++;
-    } while (off != len);
-    return n;
-}
-
-/* A train's piece: tag and payload length (the payload follows). */
-static inline void wire_encode_piece(uint8_t *o, int32_t tag, uint32_t len)
-{
-    wire_put32(o, (uint32_t)tag);
-    wire_put32(o + 4, len);
 }
 
 #endif /* QUAY_ENGINE_WIRE_H */
