@@ -205,7 +205,7 @@ static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
     req_complete_done(e, r);
 }
 /** req_complete where the caller knows there is no trace hook (a lean
- *  train, engine.c). */
+ *  train, train.c). */
 static QUAY_ALWAYS_INLINE void req_complete_untraced(quay_engine *e, quay_req *r)
 {
     r->state = QUAY_RS_DONE;

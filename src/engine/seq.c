@@ -1,10 +1,12 @@
 /*
  * seq.c — per-peer envelope sequencing and message descriptors.
  *
- * Matchable packets (EAGER, RTS) and CANCEL_REQ carry the sender's per-peer
+ * Sequenced packets (packets.h: PK_SEQ) carry the sender's per-peer
  * sequence number and are processed strictly in that order, so matching
  * sees messages in send order even when the transport reorders (several
- * rails, the adversarial simulator). A packet ahead of its turn is copied
+ * rails, the adversarial simulator): in its turn an envelope (EAGER, RTS)
+ * is matched or kept, any other type goes to its protocol's on_turn
+ * handler. A packet ahead of its turn is copied
  * into a descriptor and held, sorted by sequence; when the gap closes the
  * held run is processed in order. Bounds: a packet more than
  * reorder_window ahead is refused with QUAY_EAGAIN (not consumed); held
