@@ -1,13 +1,16 @@
 /*
  * packets.h — the packet types' registry: one line per type, the only
  * list of them. The table (packets.c) gives each type its name
- * (quay_pkt_name), what the receiving engine may assume of it (its
- * properties) and the handler that takes it; engine.c dispatches every
- * decoded packet through it, seq.c every sequenced one in its turn, and
- * the saved context's checks (out_snap.c, peer_snap.c, match_snap.c) read
- * its properties instead of listing types. A packet type is its value in
- * quay_trace.h, its line here and its protocol's file pair, which owns
- * its handler (docs/architecture.md, "What a change touches").
+ * (quay_pkt_name), what the engine may assume of it (its properties),
+ * its header length and flag bits, its decoder and encoder, and the
+ * handlers that take it. wire.c checks the common header from it and
+ * calls the decoder; engine.c dispatches every decoded packet through
+ * it, seq.c every sequenced one in its turn; the saved context's checks
+ * (out_snap.c, peer_snap.c, match_snap.c) read its properties instead of
+ * listing types. A packet type is its value in quay_trace.h, its line
+ * here and its protocol's file pair, which owns its fields' offsets, its
+ * codec, its emitter and its handler (docs/architecture.md, "What a
+ * change touches").
  */
 #include "engine/internal.h" /* (outside the guard: internal.h includes this
                                  file after the engine's struct) */
