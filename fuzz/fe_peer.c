@@ -296,7 +296,7 @@ static void send_train(fe *f, int32_t p, const wire_hdr *h, const uint8_t *paylo
         return;
     for (i = 1; i < k && n + WIRE_PIECE_LEN + plen <= sizeof b; i++) {
         uint32_t len = (uint32_t)plen + ((sm & 0xC0) == 0x40 && i == k - 1);
-        wire_encode_piece(b + n, (h->tag + i) % 16, len);
+        piece_encode(b + n, (h->tag + i) % 16, len);
         memcpy(b + n + WIRE_PIECE_LEN, payload, plen);
         n += WIRE_PIECE_LEN + plen;
     }

@@ -278,12 +278,12 @@ static void take_token(fe *f, uint64_t tok, int policy, int fail)
         fe_opdone(f, tok, policy == 2 ? fail : 0);
 }
 
-/* A train the engine sent: its shape whole (wire_train_check) and its
+/* A train the engine sent: its shape whole (train_shape) and its
  * first message one the decoder takes. Returns the first one's length. */
 static size_t check_train(const uint8_t *b, size_t n)
 {
     wire_hdr h;
-    if (wire_train_check(b, n) < 2)
+    if (train_shape(b, n) < 2)
         fz_fail("the engine sent a malformed train (%zu bytes)", n);
     size_t first = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
     if (wire_decode_train(b, first, &h) < 0 || h.type != QUAY_PKT_EAGER)

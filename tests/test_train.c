@@ -56,7 +56,7 @@ static int npkts(int from, int to)
 }
 
 /* The messages of train bytes[0..len), read here independently of
- * wire_train_check: their count (-1 if the pieces do not end the packet);
+ * train_shape: their count (-1 if the pieces do not end the packet);
  * the number and tag of each in seq[] / tag[] (up to 64). */
 static int train_walk(const uint8_t *b, size_t len, uint32_t *seq, int32_t *tag)
 {
@@ -108,7 +108,7 @@ static void t_shape(void)
     int32_t tag[64];
     is_int(train_walk(pkt, len, seq, tag), 4);
     is_int(wire_get16(pkt + 2), WIRE_F_MORE);
-    is_int(wire_train_check(pkt, len), 4);
+    is_int(train_shape(pkt, len), 4);
     for (int i = 0; i < 4; i++) {
         is_int(seq[i], (uint32_t)i);
         is_int(tag[i], i + 1);
@@ -368,11 +368,11 @@ static void t_eagain(void)
  * from seq0) into b: 36 bytes for the first, 12 for each piece. */
 static size_t make_train(uint8_t *b, int n, uint32_t seq0, uint32_t ctx)
 {
-    wire_encode_env(b, QUAY_PKT_EAGER, WIRE_F_MORE, seq0, ctx, 0, 0, 0, 4);
+    env_encode(b, QUAY_PKT_EAGER, WIRE_F_MORE, seq0, ctx, 0, 0, 0, 4);
     memset(b + WIRE_ENV_LEN, 0x40, 4);
     size_t off = WIRE_ENV_LEN + 4;
     for (int i = 1; i < n; i++) {
-        wire_encode_piece(b + off, i, 4);
+        piece_encode(b + off, i, 4);
         memset(b + off + WIRE_PIECE_LEN, 0x40 + i, 4);
         off += WIRE_PIECE_LEN + 4;
     }

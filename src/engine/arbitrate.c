@@ -44,6 +44,89 @@
  */
 #include "engine/internal.h"
 
+/* ---- the arbitration packets on the wire (registry: packets.h) ---------------- */
+
+/* ENA_ANY, ANY_FLAG, RTR_ANY and DISABLE_ANY: one layout, WIRE_ANY_LEN
+ * bytes, sequenced; each type uses some of the fields and the rest must
+ * be zero (docs/wire.md). */
+enum {
+    ANY_SEQ = WIRE_OFF_SEQ,
+    ANY_CTX = 8,
+    ANY_SRC = 12,  /* the packet sender's comm rank */
+    ANY_TAG = 16,
+    ANY_RREQ = 20, /* the wildcard receive */
+    ANY_SREQ = 24, /* the send that raised the flag */
+    ANY_SLOT = 28, /* the announcement: ANY_ID */
+    ANY_LEN = 32,  /* 8 */
+    ANY_KEY = 40   /* 8 */
+};
+
+int any_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->seq = wire_get32(b + ANY_SEQ);
+    h->ctx = wire_get32(b + ANY_CTX);
+    h->src = (int32_t)wire_get32(b + ANY_SRC);
+    h->tag = (int32_t)wire_get32(b + ANY_TAG);
+    h->rreq = wire_get32(b + ANY_RREQ);
+    h->sreq = wire_get32(b + ANY_SREQ);
+    h->slot = wire_get32(b + ANY_SLOT);
+    h->len = wire_get64(b + ANY_LEN);
+    h->key = wire_get64(b + ANY_KEY);
+    if (h->src < 0)
+        return QUAY_EPROTO;
+    switch (h->type) {
+    case QUAY_PKT_ENA_ANY: /* a pattern: tag or ANY_TAG */
+        return h->tag < QUAY_ANY_TAG || h->slot == 0 || h->rreq != 0 || h->sreq != 0 ||
+                       h->len != 0 || h->key != 0
+                   ? QUAY_EPROTO
+                   : 0;
+    case QUAY_PKT_ANY_FLAG: /* an envelope: a real tag, the send's length */
+        return h->tag < 0 || h->slot == 0 || h->sreq == 0 || h->rreq != 0 || h->key != 0
+                   ? QUAY_EPROTO
+                   : 0;
+    case QUAY_PKT_RTR_ANY: /* the receive, its capacity and key */
+        return h->tag != 0 || h->rreq == 0 || h->sreq == 0 || h->slot != 0 ? QUAY_EPROTO : 0;
+    default: /* DISABLE_ANY: a flag's send (may drop) or none (drops) */
+        return (h->sreq == 0 && h->flags != 0) || h->tag != 0 || h->slot == 0 ||
+                       h->rreq != 0 || h->len != 0 || h->key != 0
+                   ? QUAY_EPROTO
+                   : 0;
+    }
+}
+
+void any_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + ANY_SEQ, h->seq);
+    wire_put32(o + ANY_CTX, h->ctx);
+    wire_put32(o + ANY_SRC, (uint32_t)h->src);
+    wire_put32(o + ANY_TAG, (uint32_t)h->tag);
+    wire_put32(o + ANY_RREQ, h->rreq);
+    wire_put32(o + ANY_SREQ, h->sreq);
+    wire_put32(o + ANY_SLOT, h->slot);
+    wire_put64(o + ANY_LEN, h->len);
+    wire_put64(o + ANY_KEY, h->key);
+}
+
+void arb_emit_flag(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_ANY_FLAG;
+    h.seq = r->seq;
+    h.ctx = r->ctx;
+    h.src = r->comm->myrank;
+    h.tag = r->tag;
+    h.sreq = r->id;
+    h.slot = r->slot;
+    h.len = r->len;
+    o->seq = r->seq;
+    r->flags |= RF_ENV_SENT;
+    out_encode(o, &h);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 #define NO_SLOT UINT32_MAX
 
 static uint64_t *slot_bits(const quay_engine *e, uint32_t i)
@@ -498,15 +581,29 @@ static int on_disable(quay_engine *e, int32_t peer, const umsg *m)
     return 0;
 }
 
-int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m)
+/* Arbitration packets come only to an engine that arbitrates, and never
+ * from itself. */
+static int arb_takes(const quay_engine *e, int32_t peer)
 {
-    if (e->aslots == NULL || peer == e->rank)
-        return QUAY_ESTATE;
-    switch (m->type) {
-    case QUAY_PKT_ENA_ANY: return on_ena(e, peer, m);
-    case QUAY_PKT_ANY_FLAG: return on_flag(e, peer, m);
-    case QUAY_PKT_RTR_ANY: return on_rtr_any(e, peer, m);
-    case QUAY_PKT_DISABLE_ANY: return on_disable(e, peer, m);
-    default: return QUAY_ESTATE;
-    }
+    return e->aslots != NULL && peer != e->rank;
+}
+
+int arb_on_ena(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_ena(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_flag(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_flag(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_rtr_any(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_rtr_any(e, peer, m) : QUAY_ESTATE;
+}
+
+int arb_on_disable(quay_engine *e, int32_t peer, const umsg *m)
+{
+    return arb_takes(e, peer) ? on_disable(e, peer, m) : QUAY_ESTATE;
 }

@@ -9,6 +9,71 @@
  */
 #include "engine/internal.h"
 
+/* ---- CANCEL_REQ and CANCEL_REP on the wire (registry: packets.h) ------------- */
+
+/* CANCEL_REQ: WIRE_CANCEL_REQ_LEN bytes, sequenced. */
+enum {
+    CREQ_SEQ = WIRE_OFF_SEQ,
+    CREQ_CTX = 8,   /* the message's context */
+    CREQ_SREQ = 12, /* the send to cancel */
+    CREQ_TARGET = 16 /* the message's number */
+};
+
+int cancel_req_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->seq = wire_get32(b + CREQ_SEQ);
+    h->ctx = wire_get32(b + CREQ_CTX);
+    h->sreq = wire_get32(b + CREQ_SREQ);
+    h->target = wire_get32(b + CREQ_TARGET);
+    return h->sreq == 0 ? QUAY_EPROTO : 0;
+}
+
+void cancel_req_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + CREQ_SEQ, h->seq);
+    wire_put32(o + CREQ_CTX, h->ctx);
+    wire_put32(o + CREQ_SREQ, h->sreq);
+    wire_put32(o + CREQ_TARGET, h->target);
+}
+
+/* CANCEL_REP: WIRE_CANCEL_REP_LEN bytes. */
+enum {
+    CREP_SREQ = 4,  /* the send; with WIRE_F_FOR_RECV the delegated receive */
+    CREP_STATUS = 8 /* 1 cancelled, 0 not */
+};
+
+int cancel_rep_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->sreq = wire_get32(b + CREP_SREQ);
+    h->status = (int32_t)wire_get32(b + CREP_STATUS);
+    return h->sreq == 0 || (h->status != 0 && h->status != 1) ? QUAY_EPROTO : 0;
+}
+
+void cancel_rep_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + CREP_SREQ, h->sreq);
+    wire_put32(o + CREP_STATUS, (uint32_t)h->status);
+}
+
+/* A send's CANCEL_REQ, under the number cancel took for it. */
+void cancel_emit_req(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_CANCEL_REQ;
+    h.seq = r->cancel_seq;
+    h.ctx = r->ctx;
+    h.sreq = r->id;
+    h.target = r->seq;
+    o->seq = r->cancel_seq;
+    r->flags &= ~(uint32_t)RF_CANCEL_WANTED;
+    out_encode(o, &h);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 void recv_unpost_cancelled(quay_engine *e, quay_req *r)
 {
     match_remove_posted(e, r);
@@ -66,8 +131,10 @@ int req_cancel(quay_engine *e, quay_req *r)
     return 0;
 }
 
-void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
+int cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
 {
+    if (!ctrl_space(e))
+        return QUAY_EAGAIN; /* the verdict needs a control slot */
     umsg *m = msg_find_by_seq(e, peer, req->target);
     int32_t verdict = 0;
     /* A poisoned ready message already got its verdict (ENOTPOSTED): it
@@ -83,10 +150,14 @@ void cancel_on_req(quay_engine *e, int32_t peer, const umsg *req)
         verdict = 1;
     }
     ctrl_push(e, QUAY_PKT_CANCEL_REP, peer, req->sreq, verdict, 0);
+    return 0;
 }
 
-int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h)
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                  size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     if (h->flags & WIRE_F_FOR_RECV)
         return rtr_on_cancel_rep(e, peer, h);
     quay_req *r = req_by_id(e, h->sreq);

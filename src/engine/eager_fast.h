@@ -46,7 +46,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
     m->src = src;
     m->tag = tag;
     m->seq = ps->rx_seq++;
-    m->sreq = env != NULL ? wire_get32(env + 20) : 0; /* (a piece: none) */
+    m->sreq = env != NULL ? env_sreq(env) : 0; /* (a piece: none) */
     m->target = 0;
     m->len = mlen;
     m->key = 0;
@@ -64,7 +64,7 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
 }
 
 /*
- * What a train's previous message found (train_arrival, engine.c): its
+ * What a train's previous message found (train_arrival, train.c): its
  * communicator and envelope, checked (source in range and the peer's),
  * matched on the exact path (no oracle, no wildcard posted), and the
  * posted bin of that pattern. A message of the same envelope next reuses
@@ -89,7 +89,7 @@ typedef struct arrival_memo {
  * envelope (the sender's request id is read from it only if the message
  * is kept), NULL for a train's piece (which has none).
  * `lean` (a constant at every call): the caller has made sure of
- * train_lean's conditions (engine.c: no trace hook or oracle; no RTRs or
+ * train_lean's conditions (train.c: no trace hook or oracle; no RTRs or
  * arbitration; c's source src checked and no wildcard posted on c), and
  * memo, if set, is for (c, src).
  */
@@ -176,33 +176,33 @@ static QUAY_ALWAYS_INLINE int eager_take(quay_engine *e, peer_state *ps, quay_co
  * decision.
  * `flags_ok` (a constant at every call): 0 for a packet on its own;
  * WIRE_F_MORE for a train's first message, its length within the train
- * (wire_train_check has passed: version, type, lengths; the train within
+ * (train_shape has passed: version, type, lengths; the train within
  * max_packet), so only what that check leaves is checked here.
  */
 static QUAY_ALWAYS_INLINE int eager_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
                                             size_t len, uint16_t flags_ok, arrival_memo *memo)
 {
-    if (flags_ok == 0 ? len < WIRE_ENV_LEN || b[0] != WIRE_VERSION ||
-                            b[1] != QUAY_PKT_EAGER || wire_get16(b + 2) != 0
-                      : (wire_get16(b + 2) & (uint16_t)~flags_ok) != 0)
+    if (flags_ok == 0 ? len < WIRE_ENV_LEN || wire_version(b) != WIRE_VERSION ||
+                            wire_type(b) != QUAY_PKT_EAGER || wire_flags(b) != 0
+                      : (wire_flags(b) & (uint16_t)~flags_ok) != 0)
         return EAGER_NOT_FAST;
     peer_state *ps = &e->peers[peer];
-    if (wire_get32(b + 4) != ps->rx_seq || ps->nheld != 0)
+    if (env_seq(b) != ps->rx_seq || ps->nheld != 0)
         return EAGER_NOT_FAST;
-    int32_t src = (int32_t)wire_get32(b + 12);
-    int32_t tag = (int32_t)wire_get32(b + 16);
-    uint64_t mlen = wire_get64(b + 24);
+    int32_t src = env_src(b);
+    int32_t tag = env_tag(b);
+    uint64_t mlen = env_len(b);
     if (src < 0 || tag < 0 ||
         (flags_ok == 0 && (mlen != len - WIRE_ENV_LEN || len > e->cfg.max_packet)))
         return QUAY_EPROTO;
-    quay_comm *c = comm_lookup(e, wire_get32(b + 8));
+    quay_comm *c = comm_lookup(e, env_ctx(b));
     if (c == NULL)
         return EAGER_NOT_FAST;
     return eager_take(e, ps, c, peer, src, tag, b, b + WIRE_ENV_LEN, mlen, memo, 0);
 }
 
 /*
- * A train's piece on the hot path (wire.h: tag, length, payload), the
+ * A train's piece on the hot path (train.h: tag, length, payload), the
  * train's shape checked: message number seq of (c, src) — the first
  * message's communicator (NULL: not one of ours) and source — from the
  * peer whose state is ps; `lean` as eager_take's. As eager_arrival:
@@ -214,11 +214,11 @@ static QUAY_ALWAYS_INLINE int eager_piece(quay_engine *e, int32_t peer, peer_sta
 {
     if (seq != ps->rx_seq || ps->nheld != 0 || c == NULL)
         return EAGER_NOT_FAST;
-    int32_t tag = (int32_t)wire_get32(piece);
+    int32_t tag = piece_tag(piece);
     if ((src | tag) < 0)
         return QUAY_EPROTO;
-    return eager_take(e, ps, c, peer, src, tag, NULL, piece + WIRE_PIECE_LEN,
-                      wire_get32(piece + 4), memo, lean);
+    return eager_take(e, ps, c, peer, src, tag, NULL, piece_payload(piece), piece_len(piece),
+                      memo, lean);
 }
 
 #endif

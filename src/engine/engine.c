@@ -2,8 +2,9 @@
  * engine.c — engine lifetime, packet dispatch, time, statistics.
  *
  * quay_on_packet decodes the header (syntax) and hands the packet to the
- * protocol module that owns its type; that module checks semantics (ids,
- * ranks, state). A rejected packet never changes engine state.
+ * protocol module that owns its type, through the registry (packets.h);
+ * that module checks semantics (ids, ranks, state). A train is split by
+ * train.c. A rejected packet never changes engine state.
  */
 #include "engine/eager_fast.h"
 #include "engine/engine.h"
@@ -194,10 +195,6 @@ size_t quay_engine_max_packet(const quay_engine *e) { return e ? e->cfg.max_pack
 
 /* ---- arrivals --------------------------------------------------------------- */
 
-/* engine_recv after decoding: h's header is hl bytes of b[0..len). */
-static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
-                               const uint8_t *b, size_t len, const uint8_t *payload);
-
 int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
                 const uint8_t *payload)
 {
@@ -208,32 +205,20 @@ int engine_recv(quay_engine *e, int32_t peer, const uint8_t *b, size_t len,
     return engine_recv_decoded(e, peer, &h, hl, b, len, payload);
 }
 
-static int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
-                               const uint8_t *b, size_t len, const uint8_t *payload)
+int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
+                        const uint8_t *b, size_t len, const uint8_t *payload)
 {
     size_t plen = len - (size_t)hl;
     if (plen > e->cfg.max_packet - (size_t)hl)
         return QUAY_EPROTO; /* larger than this transport's packets */
     if (payload == NULL)
         payload = b + hl;
-    switch (h->type) {
-    case QUAY_PKT_EAGER:
-    case QUAY_PKT_RTS:
-    case QUAY_PKT_CANCEL_REQ:
-    case QUAY_PKT_RTR:
-    case QUAY_PKT_SC:
-    case QUAY_PKT_ENA_ANY:
-    case QUAY_PKT_ANY_FLAG:
-    case QUAY_PKT_RTR_ANY:
-    case QUAY_PKT_DISABLE_ANY:
-        return seq_on_packet(e, peer, h, payload, plen);
-    case QUAY_PKT_CTS: return rndv_on_cts(e, peer, h);
-    case QUAY_PKT_DATA: return rndv_on_data(e, peer, h, payload, plen);
-    case QUAY_PKT_ACK: return eager_on_ack(e, peer, h);
-    case QUAY_PKT_CANCEL_REP: return cancel_on_rep(e, peer, h);
-    case QUAY_PKT_FIN: return rndv_on_fin(e, peer, h);
-    default: return QUAY_EPROTO; /* wire_decode admits no other type */
-    }
+    /* The type's protocol takes it (packets.h); a sequenced type's
+     * handler is seq_on_packet, which takes it in its turn. */
+    pkt_on_packet_fn *on_packet = pkt_info(h->type)->on_packet;
+    if (on_packet == NULL)
+        return QUAY_EPROTO; /* wire_decode admits no other type */
+    return on_packet(e, peer, h, payload, plen);
 }
 
 /* Trace a packet from the wire: its type and, if sequenced, its seq. */
@@ -246,11 +231,10 @@ static void trace_wire(quay_engine *e, int kind, int32_t peer,
         trace_pkt(e, kind, 0, peer, 0, 0, code);
         return;
     }
-    int type = len >= 2 ? b[1] : 0;
+    int type = len >= 2 ? wire_type(b) : 0;
     uint32_t seq = 0;
-    if (len >= 8 && (type == QUAY_PKT_EAGER || type == QUAY_PKT_RTS ||
-                     type == QUAY_PKT_CANCEL_REQ || type >= QUAY_PKT_RTR))
-        seq = wire_get32(b + 4);
+    if (len >= 8 && pkt_is((unsigned)type, PK_SEQ))
+        seq = wire_seq(b);
     trace_pkt(e, kind, type, peer, 0, seq, code);
 }
 
@@ -261,12 +245,6 @@ static quay_engine *packet_channel(quay_engine *root, const uint8_t *b, size_t l
         return root;
     uint32_t ch = root->link != NULL ? root->link->frame_channel(b) : 0;
     return ch < root->nchans ? root->chans[ch] : root;
-}
-
-/* 1 if the packet is a train: an EAGER flagged WIRE_F_MORE. */
-static inline int is_train(const uint8_t *b, size_t len)
-{
-    return len >= 4 && b[1] == QUAY_PKT_EAGER && (wire_get16(b + 2) & WIRE_F_MORE);
 }
 
 /* A packet (or a sequenced frame's content) from `peer` was refused with
@@ -293,7 +271,7 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
 {
     if (rc == 0) {
         e->st.pkts_in++;
-        if (e->trace_fn && !is_train(bytes, len)) /* (a train's: train_arrival) */
+        if (e->trace_fn && !train_is(bytes, len)) /* (a train's: train_arrival) */
             trace_wire(e, QUAY_TR_PKT_IN, peer, bytes, len, 0);
     } else if (rc == QUAY_EAGAIN) {
         e->st.pkts_deferred++;
@@ -306,131 +284,6 @@ static int packet_done(quay_engine *e, int32_t peer, const void *bytes, size_t l
     if (e->fatal)
         return e->fatal;
     return rc;
-}
-
-/* ---- trains (coalesced inline sends, inline.c) ------------------------------ */
-
-/* The train's shape, before anything is taken (wire_train_check), and
- * the packet within max_packet. */
-static int train_check(const quay_engine *e, const uint8_t *b, size_t len)
-{
-    if (len > e->cfg.max_packet)
-        return QUAY_EPROTO;
-    int n = wire_train_check(b, len);
-    return n < 0 ? n : 0;
-}
-
-/* A message of a train offered again (the train was answered QUAY_EAGAIN)
- * that an earlier offer took: behind the peer's next expected number, in
- * its turn but held (a blocked drain), or held ahead of its turn. */
-static int train_taken(const quay_engine *e, int32_t peer, uint32_t seq)
-{
-    const peer_state *ps = &e->peers[peer];
-    uint32_t d = seq - ps->rx_seq;
-    if (d == 0)
-        return ps->drain_blocked;
-    if (d >= 0x80000000u)
-        return 1;
-    for (const qlink *n = ps->held.next; n != &ps->held; n = n->next)
-        if (QUAY_CONTAINER_OF(n, umsg, blink)->seq == seq)
-            return 1;
-    return 0;
-}
-
-/* What train_arrival does with a message of the train after the fast
- * path's verdict rc: a message the fast path refused goes the general way
- * (unless an earlier offer of the train took it); its outcome is traced
- * and the first rejection kept in *first. Returns 0 to go on, or the code
- * the train stops with (QUAY_EAGAIN, fatal). The message is seq at
- * p[0..n): the first (an EAGER) when piece is 0, else a piece of (ctx,
- * src). */
-static QUAY_ALWAYS_INLINE int train_settle(quay_engine *e, int32_t peer, const uint8_t *p,
-                                           size_t n, int piece, uint32_t seq, uint32_t ctx,
-                                           int32_t src, int rc, arrival_memo *memo, int *first)
-{
-    if (rc == EAGER_NOT_FAST) {
-        /* (The fast path takes only the peer's next number with nothing
-         * held: never one taken before.) */
-        const peer_state *ps = &e->peers[peer];
-        if ((seq != ps->rx_seq || ps->drain_blocked) && train_taken(e, peer, seq))
-            return 0;
-        wire_hdr h;
-        int hl = piece ? wire_piece_hdr(p, seq, ctx, src, &h) : wire_decode_train(p, n, &h);
-        rc = hl < 0 ? hl : engine_recv_decoded(e, peer, &h, hl, p, n, NULL);
-        memo->c = NULL; /* (what the general path did may void it) */
-    }
-    if (e->fatal)
-        return e->fatal;
-    if (rc == QUAY_EAGAIN)
-        return rc;
-    if (rc == 0 && e->trace_fn)
-        trace_pkt(e, QUAY_TR_PKT_IN, QUAY_PKT_EAGER, peer, 0, seq, 0);
-    if (rc != 0 && *first == 0)
-        *first = rc;
-    return 0;
-}
-
-/* A train's pieces may be taken lean (eager_take): nothing to trace, no
- * oracle to keep in step, no RTRs or arbitration; the
- * train's communicator c is ours, its source src is the peer's rank in it,
- * and no wildcard receive is posted on it. Only the general path changes
- * any of it while the train is taken: asked again after each message that
- * went there. */
-static int train_lean(const quay_engine *e, const quay_comm *c, int32_t src, int32_t peer)
-{
-    return e->trace_fn == NULL && e->m.oracle == NULL && e->p2p_plain && c != NULL &&
-           comm_src_ok(c, src, peer) && match_exact_only(e, c);
-}
-
-/*
- * A train from `peer` (engine without flow control, healthy, peer neither
- * us nor failed): each message taken as a packet of its own, in order —
- * the first as the EAGER it is, each piece as the EAGER it stands for
- * (wire.h). Returns 0 (all taken), QUAY_EAGAIN (one was refused for room:
- * it and the ones behind it were not taken; offered again, the train's
- * messages already taken are recognised by their numbers and skipped),
- * the first rejection's code (the others were still taken), or a fatal
- * code.
- */
-static int train_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)
-{
-    int rc = train_check(e, b, len);
-    if (rc != 0)
-        return rc;
-    /* what every piece shares with the first message */
-    uint32_t seq = wire_get32(b + 4);
-    uint32_t ctx = wire_get32(b + 8);
-    int32_t src = (int32_t)wire_get32(b + 12);
-    quay_comm *c = comm_lookup(e, ctx);
-    peer_state *ps = &e->peers[peer];
-    int first = 0;
-    arrival_memo memo = {NULL, 0, 0, NULL};
-    size_t n = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
-    rc = eager_arrival(e, peer, b, n, WIRE_F_MORE, &memo);
-    if ((rc = train_settle(e, peer, b, n, 0, seq, ctx, src, rc, &memo, &first)) != 0)
-        return rc;
-    for (size_t off = n; off < len;) {
-        const uint8_t *p = b + off;
-        n = WIRE_PIECE_LEN + (size_t)wire_get32(p + 4);
-        if (train_lean(e, c, src, peer)) {
-            /* a run taken lean (nothing to settle; a lean take sets
-             * nothing fatal), until one is not taken */
-            while ((rc = eager_piece(e, peer, ps, c, seq + 1, src, p, &memo, 1)) == 0) {
-                seq++;
-                if ((off += n) == len)
-                    return first;
-                p = b + off;
-                n = WIRE_PIECE_LEN + (size_t)wire_get32(p + 4);
-            }
-        } else {
-            rc = eager_piece(e, peer, ps, c, seq + 1, src, p, &memo, 0);
-        }
-        seq++;
-        if ((rc = train_settle(e, peer, p, n, 1, seq, ctx, src, rc, &memo, &first)) != 0)
-            return rc;
-        off += n;
-    }
-    return first;
 }
 
 /* quay_on_packet, all of it; `tried`: eager_fast_arrival already said
@@ -466,7 +319,7 @@ static QUAY_NOINLINE int on_packet_general(quay_engine *e, int32_t peer, const v
         }
     } else if (peer == e->rank) {
         rc = QUAY_ESTATE; /* self traffic never travels (a link: EPROTO) */
-    } else if (is_train(bytes, len)) {
+    } else if (train_is(bytes, len)) {
         rc = train_arrival(e, peer, bytes, len);
     } else {
         rc = tried ? EAGER_NOT_FAST : eager_fast_arrival(e, peer, bytes, len);

@@ -1,5 +1,6 @@
 /*
- * errors.c — error strings and the names of states and packet types.
+ * errors.c — error strings and the names of request states (packet types
+ * are named by their registry: packets.c).
  */
 #include <quay/quay.h>
 
@@ -58,25 +59,4 @@ const char *quay_state_name(int state)
     if (state < 0 || state >= QUAY_RS_COUNT_)
         return "?";
     return names[state];
-}
-
-const char *quay_pkt_name(int type)
-{
-    switch (type) {
-    case QUAY_PKT_EAGER: return "EAGER";
-    case QUAY_PKT_RTS: return "RTS";
-    case QUAY_PKT_CTS: return "CTS";
-    case QUAY_PKT_DATA: return "DATA";
-    case QUAY_PKT_ACK: return "ACK";
-    case QUAY_PKT_CANCEL_REQ: return "CANCEL_REQ";
-    case QUAY_PKT_CANCEL_REP: return "CANCEL_REP";
-    case QUAY_PKT_FIN: return "FIN";
-    case QUAY_PKT_RTR: return "RTR";
-    case QUAY_PKT_SC: return "SC";
-    case QUAY_PKT_ENA_ANY: return "ENA_ANY";
-    case QUAY_PKT_ANY_FLAG: return "ANY_FLAG";
-    case QUAY_PKT_RTR_ANY: return "RTR_ANY";
-    case QUAY_PKT_DISABLE_ANY: return "DISABLE_ANY";
-    default: return "?";
-    }
 }

@@ -11,48 +11,11 @@
  * (flow control's channel, RTR numbering, arbitration, multi-send) answer
  * QUAY_EBUSY and the caller posts with quay_isend.
  *
- * Coalescing: a send on the communicator and to the peer of the inline
- * queue's last packet, while that packet still waits for a pull, is
- * appended to it as a piece (tag, length, payload: 8 bytes of header
- * where a packet of its own has 32; the first message gets WIRE_F_MORE)
- * in a buffer of the train pool, which the SEND hands out as its payload
- * iovec. Order is unchanged (the train is the queue's tail, its numbers
- * consecutive: a piece's is implied); the receiver splits it (engine.c)
- * and takes each message as a packet of its own. Nothing waits to fill a
- * train: a pull takes it as it is.
+ * Coalescing: a send that can join the inline queue's last packet as a
+ * piece of a train does (train.h, train.c: the pool, the receiver's
+ * split).
  */
 #include "engine/inline_fast.h"
-
-/* Train buffers per engine: trains pulled but not yet op_done'd, plus the
- * one filling. When all are out, sends go one per packet. */
-#define TRAIN_BUFS 16u
-
-int train_init(quay_engine *e)
-{
-    size_t limit = e->cfg.max_packet < QUAY_TRAIN_MAX ? e->cfg.max_packet : QUAY_TRAIN_MAX;
-    if (!e->inline_plain || (e->cfg.flags & QUAY_CFG_NO_COALESCE) ||
-        limit < 2 * WIRE_ENV_LEN)
-        return 0; /* no room for two messages: no trains */
-    e->train_limit = (uint32_t)limit;
-    e->train_room = (uint32_t)(limit - WIRE_ENV_LEN);
-    e->train_mem = qalloc(e, (size_t)TRAIN_BUFS * e->train_room);
-    e->train_free = qalloc(e, TRAIN_BUFS * sizeof *e->train_free);
-    if (e->train_mem == NULL || e->train_free == NULL)
-        return QUAY_ENOMEM;
-    for (uint32_t i = 0; i < TRAIN_BUFS; i++)
-        e->train_free[i] = e->train_mem + (size_t)(TRAIN_BUFS - 1 - i) * e->train_room;
-    e->ntrain_free = TRAIN_BUFS;
-    return 0;
-}
-
-void train_fini(quay_engine *e)
-{
-    qfree(e, e->train_mem);
-    qfree(e, e->train_free);
-    e->train_mem = NULL;
-    e->train_free = NULL;
-    e->ntrain_free = 0;
-}
 
 static QUAY_NOINLINE int send_inline_slow(quay_engine *e, quay_comm *c, const void *buf,
                                           size_t len, int32_t dst, int32_t tag);

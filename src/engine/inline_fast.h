@@ -2,48 +2,14 @@
  * inline_fast.h — taking a small standard send by copy, inline: the body
  * of quay_send_inline (inline.c) after its argument checks, shared with
  * quay_isend under QUAY_CFG_SEND_COPY (p2p.c) so neither pays a call.
- * inline.c's header comment has the design (the inline queue, trains).
+ * inline.c's header comment has the design (the inline queue); a message
+ * joins the queue's last packet as a train's piece (train.h).
  */
 #ifndef QUAY_ENGINE_INLINE_FAST_H
 #define QUAY_ENGINE_INLINE_FAST_H
 
 #include "engine/internal.h"
 #include "engine/wire.h"
-
-/* Append the message to o, the queue's tail packet to the same peer, as a
- * train's piece: 0, or -1 if it cannot go there (another communicator, a
- * number between, no train buffer, no room left). `small` (a constant):
- * len is at most 16, copied with no call. */
-static QUAY_ALWAYS_INLINE int train_append(quay_engine *e, qout *o, const quay_comm *c,
-                                           const void *buf, size_t len, int32_t tag,
-                                           peer_state *ps, int small)
-{
-    size_t need = WIRE_PIECE_LEN + len;
-    uint8_t *first = OUT_HDR(o);
-    /* a piece is numbered one after the message before it, and has the
-     * first one's context (so source) */
-    if ((int32_t)need > o->train_room || o->train_next != ps->tx_seq ||
-        wire_get32(first + 8) != c->ctx)
-        return -1;
-    if (o->train == NULL) {
-        if (e->ntrain_free == 0 || e->train_mem == NULL)
-            return -1;
-        o->train = e->train_free[--e->ntrain_free];
-        o->payload = o->train;
-        wire_put16(first + 2, WIRE_F_MORE); /* it heads a train now */
-    }
-    uint8_t *h = o->train + o->payload_len;
-    ps->tx_seq++;
-    wire_encode_piece(h, tag, (uint32_t)len);
-    if (small)
-        copy_small(h + WIRE_PIECE_LEN, buf, len);
-    else if (len != 0)
-        copy_payload(h + WIRE_PIECE_LEN, buf, len);
-    o->train_next++;
-    o->train_room = (int16_t)(o->train_room - (int32_t)need);
-    o->payload_len += need;
-    return 0;
-}
 
 /* The message taken by copy, its arguments valid: 0; INLINE_NOT_HERE
  * when this way cannot take it (too long, earlier sends queued, an engine
@@ -76,10 +42,10 @@ static QUAY_ALWAYS_INLINE int inline_take(quay_engine *e, quay_comm *c, const vo
     o->train_room = (int16_t)((int32_t)e->train_room - (int32_t)len);
     uint8_t *h = OUT_HDR(o);
     /* sreq 0: a standard send expects no reply addressed to a request */
-    wire_encode_env(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
+    env_encode(h, QUAY_PKT_EAGER, 0, seq, c->ctx, c->myrank, tag, 0, len);
     if (len != 0)
         copy_payload(h + WIRE_ENV_LEN, buf, len);
-    o->hdr_len = (uint16_t)(WIRE_ENV_LEN + len);
+    o->hdr_len = (uint16_t)(WIRE_ENV_LEN + len); /* the payload behind the envelope */
     if (e->inq_tail != NULL)
         e->inq_tail->next = o;
     else

@@ -11,15 +11,19 @@
  *   peer.h     per-peer state (seq.c, rtr.c, arbitrate.c)
  *   msg.h      message descriptors, sequencing (seq.c), matching (match.c)
  *   out.h      descriptors, control ring, actions, op_done (out.c),
- *              inline sends and trains (inline.c), one-sided (rdma.c)
+ *              inline sends (inline.c), one-sided (rdma.c)
  *   rtr.h      receiver-initiated transfers (rtr.c), arbitration
  *              (arbitrate.c)
- *   p2p.h      point-to-point protocols (p2p.c, eager.c, rndv*.c,
- *              cancel.c, bsend.c)
+ *   p2p.h      point-to-point protocols (p2p.c, rndv*.c, cancel.c,
+ *              bsend.c)
+ *   eager.h    the eager protocol (eager.c) and the envelope's layout
+ *   train.h    trains: a piece's layout, coalescing, splitting (train.c)
  *   mem.h      registered memory and keys (mem.c)
+ *   packets.h  the packet types' registry: names, properties, handlers
+ *              (packets.c)
  * Below the engine, flow control is a link (link.h); above it, the
  * collectives reach in through coll_port.h. engine.c creates, frees and
- * dispatches; config.c, abi.c and errors.c are the public contract's.
+ * dispatches (through packets.h); config.c, abi.c and errors.c are the public contract's.
  */
 #ifndef QUAY_ENGINE_INTERNAL_H
 #define QUAY_ENGINE_INTERNAL_H
@@ -123,7 +127,7 @@ struct quay_engine {
     qout *inq_head, *inq_tail;   /* quay_send_inline packets, in send order,
                                     pulled before the txq (inline.c) */
     uint8_t *train_mem;  /* the train pool: TRAIN_BUFS buffers of
-                            train_room bytes (inline.c); NULL: no trains */
+                            train_room bytes (train.c); NULL: no trains */
     uint8_t **train_free;
     uint32_t ntrain_free;
     uint32_t train_room; /* bytes a train may add behind its first message */
@@ -221,6 +225,12 @@ void config_default(quay_config *cfg);
 /** Engine e's counters, whole (abi.c copies each layout's share). */
 void engine_stats(const quay_engine *e, quay_stats *st);
 
+/* ---- arrivals (engine.c) ------------------------------------------------ */
+/** engine_recv after decoding: h's header is hl bytes of b[0..len); the
+ *  payload is at `payload`, or b + hl when NULL. */
+int engine_recv_decoded(quay_engine *e, int32_t peer, const wire_hdr *h, int hl,
+                        const uint8_t *b, size_t len, const uint8_t *payload);
+
 /* p is the start of one of the n slots of `size` bytes at base: as an
  * offset from the pool, one unsigned compare takes the range (NULL and
  * anything below the pool wrap to above it) and a whole number of slots
@@ -271,5 +281,8 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/out.h"
 #include "engine/rtr.h"
 #include "engine/p2p.h"
+#include "engine/eager.h"
+#include "engine/train.h"
+#include "engine/packets.h"
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

@@ -61,18 +61,17 @@ static void sx_msg(snap *s, int list, umsg *src, int32_t peer, uint32_t *prev_se
     /* Checked in both load modes (APPLY reads the payload only if sane). */
     int eager_data = m->type == QUAY_PKT_EAGER && m->len != 0 && !(m->flags & UMF_POISON);
     int need_comm = list == ML_UNEXP || list == ML_TAKEN;
-    if (s->err != 0 || idx >= e->nmsgs ||
-        (m->type != QUAY_PKT_EAGER && m->type != QUAY_PKT_RTS &&
-         m->type != QUAY_PKT_CANCEL_REQ &&
-         (m->type < QUAY_PKT_RTR || m->type > QUAY_PKT_DISABLE_ANY)) ||
-        /* receiver-initiated and arbitration packets wait only for their
-         * turn */
-        (m->type >= QUAY_PKT_RTR && list != ML_HELD) ||
+    /* what its type allows (packets.h): a sequenced type; one that is
+     * not an envelope waits only for its turn; the offers only where its
+     * flags may carry them; a key only with one or where it has one */
+    const pkt_type *t = pkt_info(m->type);
+    if (s->err != 0 || idx >= e->nmsgs || !pkt_is(m->type, PK_SEQ) ||
+        (!(t->props & PK_MATCH) && list != ML_HELD) ||
         (m->rflags & ~(uint32_t)(WIRE_F_REVOKE | WIRE_F_CANCEL)) ||
         (m->flags & ~UMF_ALL) || m->peer < 0 || m->peer >= e->nranks ||
-        ((m->flags & (UMF_KEY | UMF_PUT_OK)) && m->type != QUAY_PKT_RTS) ||
-        (!(m->flags & UMF_KEY) && m->type != QUAY_PKT_RTR && m->type != QUAY_PKT_RTR_ANY &&
-         m->key != 0) ||
+        ((m->flags & UMF_KEY) && !(t->flags & WIRE_F_KEY)) ||
+        ((m->flags & UMF_PUT_OK) && !(t->flags & WIRE_F_PUT_OK)) ||
+        (!(m->flags & UMF_KEY) && !(t->props & PK_KEY) && m->key != 0) ||
         ((m->flags & UMF_CREDIT) && (!peer_counts_credit(e) || m->peer == e->rank)) ||
         has_data > 1 || has_data != eager_data ||
         (has_data && m->len > e->cfg.unexpected_bytes_max - s->ubytes) ||

@@ -27,7 +27,7 @@ struct quay_msg {
     qlink tlink;      /* engine-wide (ctx, tag) bin, for ANY_SOURCE receives
                          (comm->unexp_by_tag) */
     uint8_t where;    /* UM_* */
-    uint8_t type;     /* QUAY_PKT_EAGER / RTS / CANCEL_REQ */
+    uint8_t type;     /* a sequenced quay_pkt_type (packets.h: PK_SEQ) */
     uint8_t flags;    /* UMF_* */
     int32_t peer;     /* sender world rank */
     uint32_t ctx;
@@ -70,7 +70,8 @@ static inline uint32_t seq_assign(quay_engine *e, int32_t peer)
 
 umsg *umsg_alloc(quay_engine *e);
 void umsg_free(quay_engine *e, umsg *m);
-/** Handle a sequenced packet (EAGER, RTS, CANCEL_REQ) from `peer`. */
+/** Handle a sequenced packet (packets.h: PK_SEQ) from `peer`: the
+ *  on_packet of every sequenced type. */
 int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
                   const uint8_t *payload, size_t plen);
 /** Retry draining peers whose due held packets were blocked. */

@@ -181,122 +181,37 @@ static int req_in_seq_turn(const quay_engine *e, const quay_req *r)
     return seq == ps->tx_seq - ps->tx_unsent;
 }
 
-/* The envelope flags a send's mode asks for. */
-static inline uint16_t send_wire_flags(const quay_req *r)
-{
-    return r->mode == QUAY_SEND_SYNC    ? WIRE_F_SYNC
-           : r->mode == QUAY_SEND_READY ? WIRE_F_READY
-                                        : 0;
-}
-
+/* r's next packet into o, built by the protocol that owns it (its
+ * emitter encodes the header and sets o's type, number and payload); 1 if
+ * r has more to emit. */
 int req_emit(quay_req *r, qout *o)
 {
     o->peer = r->peer;
     o->req = r;
     r->nout++;
     if (r->state == QUAY_RS_SEND_ANY) {
-        /* The interest flag: the envelope, under the send's number. */
-        wire_hdr h;
-        memset(&h, 0, sizeof h);
-        h.type = QUAY_PKT_ANY_FLAG;
-        h.seq = r->seq;
-        h.ctx = r->ctx;
-        h.src = r->comm->myrank;
-        h.tag = r->tag;
-        h.sreq = r->id;
-        h.slot = r->slot;
-        h.len = r->len;
-        o->pkt = QUAY_PKT_ANY_FLAG;
-        o->seq = r->seq;
-        o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
-        r->flags |= RF_ENV_SENT;
+        arb_emit_flag(r, o); /* the interest flag, under the send's number */
         return 0;
     }
     if (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)) {
-        /* EAGER or RTS, encoded directly. */
-        int rndv = (r->flags & RF_RNDV) != 0;
-        uint16_t fl = send_wire_flags(r);
-        o->pkt = rndv ? QUAY_PKT_RTS : QUAY_PKT_EAGER;
-        if (r->flags & RF_PUT_OFFER)
-            fl |= WIRE_F_PUT_OK;
-        if (r->flags & RF_GET_OFFER)
-            fl |= WIRE_F_KEY;
-        o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), o->pkt, fl, r->seq, r->ctx,
-                                               r->comm->myrank, r->tag, r->id,
-                                               r->len);
-        if (r->flags & RF_GET_OFFER) {
-            wire_put64(OUT_HDR(o) + WIRE_ENV_LEN, r->lkey);
-            o->hdr_len += WIRE_KEY_LEN;
-        }
-        if (!rndv) {
-            o->payload = r->u.sbuf;
-            o->payload_len = r->len;
-        }
-        o->seq = r->seq;
-        r->flags |= RF_ENV_SENT;
+        env_emit(r, o); /* EAGER or RTS */
         return (r->flags & RF_CANCEL_WANTED) != 0;
     }
-    wire_hdr h;
-    memset(&h, 0, sizeof h);
-    if (r->kind == RK_RECV) {
-        h.type = QUAY_PKT_CTS;
-        h.sreq = r->sreq;
-        h.rreq = r->id;
-        h.grant = r->grant;
-        h.frag = r->frag;
-        h.index = ++r->ncts;
-        h.len = r->accepted;
-        if (r->state == QUAY_RS_RECV_PUT) {
-            h.flags = WIRE_F_KEY; /* write here: every fragment granted */
-            h.key = r->lkey;
-        }
-        r->flags &= ~(uint32_t)RF_NEED_CTS;
-    } else if ((r->flags & RF_NEED_FIN) && r->state == QUAY_RS_SEND_WRITE) {
-        h.type = QUAY_PKT_SC; /* written into the RTR's buffer: sequenced */
-        h.seq = r->seq;
-        h.ctx = r->ctx;
-        h.src = r->comm->myrank;
-        h.tag = r->tag;
-        h.sreq = r->id;
-        h.rreq = r->rreq;
-        h.len = r->len;
-        h.status = rndv_fin_status(r->status.error);
-        o->seq = r->seq;
-        r->flags &= ~(uint32_t)RF_NEED_FIN;
-        r->flags |= RF_FIN_SENT;
-    } else if (r->flags & RF_NEED_FIN) {
-        h.type = QUAY_PKT_FIN; /* PUT done: the data is in place */
-        h.flags = WIRE_F_TO_RECV;
-        h.sreq = r->id;
-        h.rreq = r->rreq;
-        h.status = rndv_fin_status(r->status.error);
-        r->flags &= ~(uint32_t)RF_NEED_FIN;
-        r->flags |= RF_FIN_SENT;
-    } else if (r->flags & RF_CANCEL_WANTED) {
-        h.type = QUAY_PKT_CANCEL_REQ;
-        h.seq = r->cancel_seq;
-        h.ctx = r->ctx;
-        h.sreq = r->id;
-        h.target = r->seq;
-        o->seq = r->cancel_seq;
-        r->flags &= ~(uint32_t)RF_CANCEL_WANTED;
-    } else {
-        uint64_t off = (uint64_t)r->next_frag * r->frag;
-        uint64_t n = r->accepted - off;
-        if (n > r->frag)
-            n = r->frag;
-        h.type = QUAY_PKT_DATA;
-        h.rreq = r->rreq;
-        h.offset = off;
-        o->payload = r->u.sbuf + off;
-        o->payload_len = (size_t)n;
-        r->next_frag++;
-    }
-    o->pkt = h.type;
-    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+    if (r->kind == RK_RECV)
+        rndv_emit_cts(r, o);
+    else if ((r->flags & RF_NEED_FIN) && r->state == QUAY_RS_SEND_WRITE)
+        rtr_emit_sc(r, o); /* written into the RTR's buffer */
+    else if (r->flags & RF_NEED_FIN)
+        rndv_emit_fin(r, o); /* PUT done: the data is in place */
+    else if (r->flags & RF_CANCEL_WANTED)
+        cancel_emit_req(r, o);
+    else
+        rndv_emit_data(r, o);
     return req_has_work(r);
 }
 
+/* A control reply: its fields as the header of its type (packets.h:
+ * PK_CTRL). */
 static void ctrl_emit(const ctrl_item *it, qout *o)
 {
     wire_hdr h;
@@ -307,8 +222,7 @@ static void ctrl_emit(const ctrl_item *it, qout *o)
     h.rreq = it->rreq;
     h.status = it->status;
     o->peer = it->peer;
-    o->pkt = it->pkt;
-    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+    out_encode(o, &h);
 }
 
 /* ---- loopback ---------------------------------------------------------------------------- */
@@ -442,9 +356,7 @@ static qout *txq_emit(quay_engine *e, quay_req *r)
         ql_push_tail(&e->txq, &r->link); /* round-robin */
     else
         txq_leave(e, r);
-    if (e->rtr_pool != NULL &&
-        (o->pkt == QUAY_PKT_EAGER || o->pkt == QUAY_PKT_RTS || o->pkt == QUAY_PKT_CANCEL_REQ ||
-         o->pkt == QUAY_PKT_SC || o->pkt == QUAY_PKT_ANY_FLAG))
+    if (e->rtr_pool != NULL && pkt_is(o->pkt, PK_SEQ))
         e->peers[o->peer].tx_unsent--; /* a numbered packet left */
     return o;
 }
@@ -636,9 +548,8 @@ static QUAY_NOINLINE int eager_emit(quay_engine *e, quay_req *r, quay_action *a)
     o->req = r;
     o->pkt = QUAY_PKT_EAGER;
     o->seq = r->seq;
-    o->hdr_len = (uint16_t)wire_encode_env(OUT_HDR(o), QUAY_PKT_EAGER, send_wire_flags(r),
-                                           r->seq, r->ctx, r->comm->myrank, r->tag, r->id,
-                                           r->len);
+    o->hdr_len = (uint16_t)env_encode(OUT_HDR(o), QUAY_PKT_EAGER, send_wire_flags(r), r->seq,
+                                      r->ctx, r->comm->myrank, r->tag, r->id, r->len);
     o->payload = r->u.sbuf;
     o->payload_len = r->len;
     e->st.pkts_out++;

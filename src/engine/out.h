@@ -1,7 +1,7 @@
 /*
  * out.h — outgoing descriptors, the control ring, the action queue and
- * op_done (out.c), inline sends' packets and trains (inline.c), one-sided
- * actions (rdma.c).
+ * op_done (out.c), inline sends' packets (inline.c; their trains: train.h),
+ * one-sided actions (rdma.c).
  */
 #include "engine/internal.h" /* (outside the guard: internal.h includes this
                                  file after the engine's struct) */
@@ -44,7 +44,7 @@ typedef struct qout {
     /* RDMA actions: the peer's key and offset (payload is the local side) */
     uint64_t rkey;
     uint64_t roff;
-    /* quay_send_inline's train (inline.c): the pieces coalesced behind
+    /* quay_send_inline's train (train.h): the pieces coalesced behind
      * the first message, in a buffer of the engine's train pool, sent as
      * the payload iovec; the bytes the packet may still grow by
      * (negative: none; never positive without trains). train_next is the
@@ -57,6 +57,13 @@ typedef struct qout {
 } qout;
 
 #define OUT_HDR(o) ((o)->hdr + CHAN_FRAME_LEN)
+
+/* Encode h (wire_encode) as o's packet. */
+static inline void out_encode(qout *o, const wire_hdr *h)
+{
+    o->pkt = h->type;
+    o->hdr_len = (uint16_t)wire_encode(h, OUT_HDR(o));
+}
 
 /* Queued control reply (ACK, CANCEL_REP, FIN to a sender): pure data,
  * encoded at pull. */
@@ -143,10 +150,6 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status);
 /* ---- inline sends (inline.c) --------------------------------------------- */
 /** Drop the queued inline packets to `peer` (it failed). */
 void inq_drop_peer(quay_engine *e, int32_t peer);
-/** The train pool, made once the engine's kind is known (no trains without
- *  inline sends, or under QUAY_CFG_NO_COALESCE); freed by train_fini. */
-int train_init(quay_engine *e);
-void train_fini(quay_engine *e);
 /** An inline send's packet is over (op_done, or its peer failed): its
  *  train buffer, if any, and the descriptor go back. */
 static inline void inline_out_put(quay_engine *e, qout *o)

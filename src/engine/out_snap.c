@@ -24,11 +24,12 @@ void snap_ctrl(snap *s)
         sx_u8(s, &it.flags);
         if (s->mode == SNAP_SAVE)
             continue;
-        if (it.flags != 0 && (it.flags != WIRE_F_FOR_RECV || it.pkt != QUAY_PKT_CANCEL_REP))
+        /* a type that waits in the ring, with flags only if it keeps them
+         * there (packets.h) */
+        const pkt_type *t = pkt_info(it.pkt);
+        if (it.flags & ~(t->props & PK_CTRL_FLAGS ? t->flags : 0))
             snap_corrupt(s);
-        if ((it.pkt != QUAY_PKT_ACK && it.pkt != QUAY_PKT_CANCEL_REP &&
-             it.pkt != QUAY_PKT_FIN) ||
-            it.peer < 0 || it.peer >= e->nranks)
+        if (!pkt_is(it.pkt, PK_CTRL) || it.peer < 0 || it.peer >= e->nranks)
             snap_corrupt(s);
         else if (s->mode == SNAP_APPLY) {
             ctrl_push(e, it.pkt, it.peer, it.sreq, it.status, it.rreq)->flags = it.flags;

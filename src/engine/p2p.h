@@ -1,6 +1,6 @@
 /*
  * p2p.h — the point-to-point protocols' entry points between files:
- * engine-owned sends and receives (p2p.c), eager (eager.c), rendezvous
+ * engine-owned sends and receives (p2p.c), rendezvous
  * (rndv.c, rndv_rdma.c), cancellation (cancel.c), buffered sends
  * (bsend.c).
  */
@@ -46,13 +46,6 @@ int req_cancel(quay_engine *e, quay_req *r);
  *  or imrecv). `data` is the eager payload (arrival or held copy). */
 void p2p_deliver(quay_engine *e, quay_req *r, const umsg *env,
                  const uint8_t *data);
-int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h);
-/** quay_on_packet's fast path: an in-order standard EAGER that meets a
- *  posted receive. Returns EAGER_NOT_FAST (nothing done: take the general
- *  path) or the packet's result. */
-#define EAGER_NOT_FAST 1
-int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b,
-                       size_t len);
 void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env);
 /** Rendezvous fragment count for `bytes` (frag shrunk for absurd sizes so
  *  the count fits in 32 bits). */
@@ -77,9 +70,18 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
 /** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
 void rndv_rdma_progress(quay_engine *e, quay_req *r);
-int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** Sender: a PUT's FIN into o. */
+void rndv_emit_fin(quay_req *r, qout *o);
+/* The handlers of the packet types these protocols own (packets.h). */
+int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen);
 /** The status a FIN or SC reports for a transfer that ended with err. */
 int32_t rndv_fin_status(int32_t err);
+/** A status a FIN or SC may carry (what rndv_fin_status gives). */
+static inline int rndv_fin_status_ok(int32_t s)
+{
+    return s == 0 || s == QUAY_EPEER || s == QUAY_EPROTO || s == QUAY_ESTATE;
+}
 /** At completion: owed FIN out, internal region released. */
 void rndv_rdma_release(quay_engine *e, quay_req *r);
 /** Queue r for RDMA actions (no-op if queued). */
@@ -92,11 +94,20 @@ void send_envelope(quay_engine *e, quay_req *r);
  *  envelope. */
 void send_go(quay_engine *e, quay_req *r);
 
-int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** Receiver: r's next CTS into o. Sender: r's next DATA fragment. */
+void rndv_emit_cts(quay_req *r, qout *o);
+void rndv_emit_data(quay_req *r, qout *o);
+/** Sender: r's CANCEL_REQ into o. */
+void cancel_emit_req(quay_req *r, qout *o);
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
                  const uint8_t *payload, size_t plen);
-void cancel_on_req(quay_engine *e, int32_t peer, const umsg *m);
-int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
+/** A CANCEL_REQ in its turn: answered (CANCEL_REP), or QUAY_EAGAIN while
+ *  the control ring has no room for the answer. */
+int cancel_on_req(quay_engine *e, int32_t peer, const umsg *m);
+int cancel_on_rep(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                  size_t plen);
 
 /* ---- buffered send (bsend.c) ---------------------------------------------- */
 void *bsend_alloc(quay_engine *e, size_t len);

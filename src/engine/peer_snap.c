@@ -47,7 +47,7 @@ static void sx_out(snap *s, const qout *src, int32_t peer, uint32_t *room)
     snap_raw(s, OUT_HDR(o), o->hdr_len);
     if (s->mode == SNAP_SAVE)
         return;
-    if (s->err != 0 || o->pkt < QUAY_PKT_EAGER || o->pkt > QUAY_PKT_DISABLE_ANY ||
+    if (s->err != 0 || !pkt_is(o->pkt, 0) ||
         o->hdr_len == 0 || snap_bad_index(ri, e->nreqs, 1) ||
         o->payload_len > e->cfg.max_packet - o->hdr_len ||
         (ri == SNAP_NONE && o->payload_len != 0) || *room == 0) {

@@ -205,7 +205,7 @@ static QUAY_ALWAYS_INLINE void req_complete(quay_engine *e, quay_req *r)
     req_complete_done(e, r);
 }
 /** req_complete where the caller knows there is no trace hook (a lean
- *  train, engine.c). */
+ *  train, train.c). */
 static QUAY_ALWAYS_INLINE void req_complete_untraced(quay_engine *e, quay_req *r)
 {
     r->state = QUAY_RS_DONE;
@@ -223,7 +223,10 @@ void txq_add(quay_engine *e, quay_req *r);
 
 /** Check whether a send or receive has finished and complete it. */
 void req_progress(quay_engine *e, quay_req *r);
-/** Build request r's next packet into o; 1 if r has more to emit. */
+/** Build request r's next packet into o; 1 if r has more to emit. Each
+ *  packet is built by its protocol's emitter (env_emit, rndv_emit_cts,
+ *  rndv_emit_data, rndv_emit_fin, rtr_emit_sc, cancel_emit_req,
+ *  arb_emit_flag), which encodes its header and marks r. */
 int req_emit(quay_req *r, qout *o);
 
 #endif /* QUAY_ENGINE_REQUEST_H */

@@ -22,6 +22,118 @@
  */
 #include "engine/internal.h"
 
+/* ---- RTS, CTS and DATA on the wire (registry: packets.h) --------------------- */
+
+/* RTS: the envelope (eager.h), with WIRE_F_KEY its key; no payload. */
+int rts_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    env_read(b, h);
+    if ((h->flags & WIRE_ENV_FLAGS) == WIRE_ENV_FLAGS || h->src < 0 || h->tag < 0 ||
+        h->sreq == 0)
+        return QUAY_EPROTO; /* sync and ready at once; no request to answer */
+    h->key = (h->flags & WIRE_F_KEY) ? env_key(b) : 0;
+    return 0;
+}
+
+/* CTS: WIRE_CTS_LEN bytes, with WIRE_F_KEY a key behind them. */
+enum {
+    CTS_SREQ = 4,
+    CTS_RREQ = 8,
+    CTS_GRANT = 12,        /* fragments [0, grant) may be sent */
+    CTS_FRAG = 16,         /* fragment size */
+    CTS_INDEX = 20,        /* 1-based number of this CTS for the message */
+    CTS_ACCEPTED = 24,     /* 8: bytes the receiver takes */
+    CTS_KEY = WIRE_CTS_LEN /* 8, with WIRE_F_KEY: the receiver's buffer */
+};
+
+int cts_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->sreq = wire_get32(b + CTS_SREQ);
+    h->rreq = wire_get32(b + CTS_RREQ);
+    h->grant = wire_get32(b + CTS_GRANT);
+    h->frag = wire_get32(b + CTS_FRAG);
+    h->index = wire_get32(b + CTS_INDEX);
+    h->len = wire_get64(b + CTS_ACCEPTED);
+    if (h->sreq == 0 || h->rreq == 0 || h->frag == 0 || h->index == 0)
+        return QUAY_EPROTO;
+    h->key = (h->flags & WIRE_F_KEY) ? wire_get64(b + CTS_KEY) : 0;
+    return 0;
+}
+
+void cts_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + CTS_SREQ, h->sreq);
+    wire_put32(o + CTS_RREQ, h->rreq);
+    wire_put32(o + CTS_GRANT, h->grant);
+    wire_put32(o + CTS_FRAG, h->frag);
+    wire_put32(o + CTS_INDEX, h->index);
+    wire_put64(o + CTS_ACCEPTED, h->len);
+    if (h->flags & WIRE_F_KEY)
+        wire_put64(o + CTS_KEY, h->key);
+}
+
+/* DATA: WIRE_DATA_LEN bytes, then a fragment (never empty). */
+enum {
+    DATA_RREQ = 4,
+    DATA_OFFSET = 8 /* 8: k * frag for fragment k */
+};
+
+int data_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    h->rreq = wire_get32(b + DATA_RREQ);
+    h->offset = wire_get64(b + DATA_OFFSET);
+    return payload == 0 || h->rreq == 0 ? QUAY_EPROTO : 0;
+}
+
+void data_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + DATA_RREQ, h->rreq);
+    wire_put64(o + DATA_OFFSET, h->offset);
+}
+
+/* The receiver's next CTS for r (a keyed one for a PUT: every fragment
+ * granted, write here). */
+void rndv_emit_cts(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_CTS;
+    h.sreq = r->sreq;
+    h.rreq = r->id;
+    h.grant = r->grant;
+    h.frag = r->frag;
+    h.index = ++r->ncts;
+    h.len = r->accepted;
+    if (r->state == QUAY_RS_RECV_PUT) {
+        h.flags = WIRE_F_KEY;
+        h.key = r->lkey;
+    }
+    r->flags &= ~(uint32_t)RF_NEED_CTS;
+    out_encode(o, &h);
+}
+
+/* The sender's next fragment: DATA at next_frag * frag. */
+void rndv_emit_data(quay_req *r, qout *o)
+{
+    uint64_t off = (uint64_t)r->next_frag * r->frag;
+    uint64_t n = r->accepted - off;
+    if (n > r->frag)
+        n = r->frag;
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_DATA;
+    h.rreq = r->rreq;
+    h.offset = off;
+    o->payload = r->u.sbuf + off;
+    o->payload_len = (size_t)n;
+    r->next_frag++;
+    out_encode(o, &h);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 uint32_t rndv_split(uint64_t bytes, uint64_t frag_size, uint32_t *frag)
 {
     uint64_t f = frag_size;
@@ -70,8 +182,11 @@ static uint64_t cts_bit(uint32_t ncts, uint64_t bits, uint32_t index)
     return (bits & bit) ? 0 : bit;
 }
 
-int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h)
+int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     quay_req *r = req_by_id(e, h->sreq);
     if (r == NULL || r->kind != RK_SEND || r->peer != peer ||
         !(r->flags & RF_RNDV) || !(r->flags & RF_ENV_SENT) ||

@@ -28,6 +28,48 @@
  */
 #include "engine/internal.h"
 
+/* ---- FIN on the wire (registry: packets.h) ------------------------------------ */
+
+/* FIN: WIRE_FIN_LEN bytes. */
+enum {
+    FIN_SREQ = 4,
+    FIN_RREQ = 8,
+    FIN_STATUS = 12 /* 0 or the transfer's error (rndv_fin_status) */
+};
+
+int fin_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->sreq = wire_get32(b + FIN_SREQ);
+    h->rreq = wire_get32(b + FIN_RREQ);
+    h->status = (int32_t)wire_get32(b + FIN_STATUS);
+    return h->sreq == 0 || h->rreq == 0 || !rndv_fin_status_ok(h->status) ? QUAY_EPROTO : 0;
+}
+
+void fin_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + FIN_SREQ, h->sreq);
+    wire_put32(o + FIN_RREQ, h->rreq);
+    wire_put32(o + FIN_STATUS, (uint32_t)h->status);
+}
+
+/* A PUT sender's FIN: its writes are done (TO_RECV: to the receiver). */
+void rndv_emit_fin(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_FIN;
+    h.flags = WIRE_F_TO_RECV;
+    h.sreq = r->id;
+    h.rreq = r->rreq;
+    h.status = rndv_fin_status(r->status.error);
+    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->flags |= RF_FIN_SENT;
+    out_encode(o, &h);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 /* The FIN status: what the peer should report for the transfer. */
 int32_t rndv_fin_status(int32_t err)
 {
@@ -207,8 +249,11 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
     }
 }
 
-int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h)
+int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
+                size_t plen)
 {
+    QUAY_UNUSED(payload);
+    QUAY_UNUSED(plen);
     quay_req *r;
     if (h->flags & WIRE_F_TO_RECV) {
         r = req_by_id(e, h->rreq);

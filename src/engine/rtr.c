@@ -39,6 +39,116 @@
  */
 #include "engine/internal.h"
 
+/* ---- RTR and SC on the wire (registry: packets.h) ----------------------------- */
+
+/* RTR: WIRE_RTR_LEN bytes, sequenced. */
+enum {
+    RTR_SEQ = WIRE_OFF_SEQ,
+    RTR_CTX = 8,
+    RTR_SRC = 12,  /* the receiver's comm rank */
+    RTR_TAG = 16,  /* or QUAY_ANY_TAG */
+    RTR_RREQ = 20,
+    RTR_X = 24,    /* the receiver's next expected number from us */
+    RTR_ZERO = 28, /* 4: 0 */
+    RTR_CAP = 32,  /* 8: the buffer's capacity */
+    RTR_KEY = 40   /* 8: the buffer's key */
+};
+
+int rtr_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->seq = wire_get32(b + RTR_SEQ);
+    h->ctx = wire_get32(b + RTR_CTX);
+    h->src = (int32_t)wire_get32(b + RTR_SRC);
+    h->tag = (int32_t)wire_get32(b + RTR_TAG);
+    h->rreq = wire_get32(b + RTR_RREQ);
+    h->x = wire_get32(b + RTR_X);
+    h->len = wire_get64(b + RTR_CAP);
+    h->key = wire_get64(b + RTR_KEY);
+    /* revoke and cancel at once; a revoke or cancel names the delegation
+     * by rreq alone */
+    if (h->flags == (WIRE_F_REVOKE | WIRE_F_CANCEL) || h->src < 0 || h->tag < QUAY_ANY_TAG ||
+        h->rreq == 0 || wire_get32(b + RTR_ZERO) != 0 ||
+        (h->flags != 0 && (h->x != 0 || h->len != 0 || h->key != 0)))
+        return QUAY_EPROTO;
+    return 0;
+}
+
+void rtr_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + RTR_SEQ, h->seq);
+    wire_put32(o + RTR_CTX, h->ctx);
+    wire_put32(o + RTR_SRC, (uint32_t)h->src);
+    wire_put32(o + RTR_TAG, (uint32_t)h->tag);
+    wire_put32(o + RTR_RREQ, h->rreq);
+    wire_put32(o + RTR_X, h->x);
+    wire_put64(o + RTR_CAP, h->len);
+    wire_put64(o + RTR_KEY, h->key);
+}
+
+/* SC: WIRE_SC_LEN bytes, sequenced with the sender's envelopes. */
+enum {
+    SC_SEQ = WIRE_OFF_SEQ,
+    SC_CTX = 8,
+    SC_SRC = 12,
+    SC_TAG = 16,
+    SC_SREQ = 20,
+    SC_RREQ = 24,   /* the receive written into */
+    SC_STATUS = 28, /* rndv_fin_status */
+    SC_LEN = 32     /* 8: the message's length */
+};
+
+int sc_decode(const uint8_t *b, size_t payload, wire_hdr *h)
+{
+    QUAY_UNUSED(payload);
+    h->seq = wire_get32(b + SC_SEQ);
+    h->ctx = wire_get32(b + SC_CTX);
+    h->src = (int32_t)wire_get32(b + SC_SRC);
+    h->tag = (int32_t)wire_get32(b + SC_TAG);
+    h->sreq = wire_get32(b + SC_SREQ);
+    h->rreq = wire_get32(b + SC_RREQ);
+    h->status = (int32_t)wire_get32(b + SC_STATUS);
+    h->len = wire_get64(b + SC_LEN);
+    return h->src < 0 || h->tag < 0 || h->sreq == 0 || h->rreq == 0 ||
+                   !rndv_fin_status_ok(h->status)
+               ? QUAY_EPROTO
+               : 0;
+}
+
+void sc_encode(const wire_hdr *h, uint8_t *o)
+{
+    wire_put32(o + SC_SEQ, h->seq);
+    wire_put32(o + SC_CTX, h->ctx);
+    wire_put32(o + SC_SRC, (uint32_t)h->src);
+    wire_put32(o + SC_TAG, (uint32_t)h->tag);
+    wire_put32(o + SC_SREQ, h->sreq);
+    wire_put32(o + SC_RREQ, h->rreq);
+    wire_put32(o + SC_STATUS, (uint32_t)h->status);
+    wire_put64(o + SC_LEN, h->len);
+}
+
+/* A writer's SC: sequenced with its envelopes, under the send's number. */
+void rtr_emit_sc(quay_req *r, qout *o)
+{
+    wire_hdr h;
+    memset(&h, 0, sizeof h);
+    h.type = QUAY_PKT_SC;
+    h.seq = r->seq;
+    h.ctx = r->ctx;
+    h.src = r->comm->myrank;
+    h.tag = r->tag;
+    h.sreq = r->id;
+    h.rreq = r->rreq;
+    h.len = r->len;
+    h.status = rndv_fin_status(r->status.error);
+    o->seq = r->seq;
+    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->flags |= RF_FIN_SENT;
+    out_encode(o, &h);
+}
+
+/* ---- the protocol --------------------------------------------------------------- */
+
 static int seq_before(uint32_t a, uint32_t b) { return (uint32_t)(a - b) >= 0x80000000u; }
 
 void rtr_attach(quay_engine *e)
@@ -282,9 +392,8 @@ int rtrq_emit(quay_engine *e, qout *o)
     h.seq = ps->tx_seq++;
     o->peer = it.peer;
     o->req = NULL;
-    o->pkt = it.pkt;
     o->seq = h.seq;
-    o->hdr_len = (uint16_t)wire_encode(&h, OUT_HDR(o));
+    out_encode(o, &h);
     return 1;
 }
 
@@ -377,6 +486,8 @@ static int log_conflict(peer_state *ps, uint32_t x, uint32_t ctx, int32_t tag)
 
 int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m)
 {
+    if ((m->rflags & WIRE_F_CANCEL) && !ctrl_space(e))
+        return QUAY_EAGAIN; /* its verdict needs a control slot */
     peer_state *ps = &e->peers[peer];
     if (e->rtr_pool == NULL || peer == e->rank)
         return QUAY_ESTATE;

@@ -88,13 +88,17 @@ void rtr_write_start(quay_engine *e, quay_req *r, uint32_t rreq, uint64_t key, u
 /** The header an RTR-queue item encodes (without its sequence number and,
  *  for a delegation, x): rtrq_emit and the snapshot's check share it. */
 void rtr_item_hdr(const rtr_item *it, wire_hdr *h);
-/** Sequenced RTR / SC in order from `peer`: 0, or QUAY_ESTATE. */
+/** Sequenced RTR / SC in order from `peer` (their handlers, packets.h):
+ *  0, QUAY_EAGAIN (an RTR's cancel waits for a control slot), or
+ *  QUAY_ESTATE. */
 int rtr_on_rtr(quay_engine *e, int32_t peer, const umsg *m);
 int rtr_on_sc(quay_engine *e, int32_t peer, const umsg *m);
 /** Receiver: the verdict on an RTR cancel. */
 int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
 /** Receiver: cancel a delegated receive (asks the sender). */
 void rtr_cancel(quay_engine *e, quay_req *r);
+/** Sender: r's SC (after its writes) into o. */
+void rtr_emit_sc(quay_req *r, qout *o);
 /** Build the next queued RTR into o; 0 if the item was moot (skipped). */
 int rtrq_emit(quay_engine *e, qout *o);
 
@@ -129,12 +133,19 @@ int arb_flag(quay_engine *e, quay_req *r, const rtr_ent *t);
 /** Sender: r (SEND_ANY or SEND_QUEUED) ends without an answer (failed):
  *  its place goes to the next send. */
 void arb_detach(quay_engine *e, quay_req *r);
+/** Sender: r's interest flag (ANY_FLAG: its envelope under its number)
+ *  into o. */
+void arb_emit_flag(quay_req *r, qout *o);
 /** Sender: cancel r (SEND_ANY or SEND_QUEUED). */
 void arb_cancel_send(quay_engine *e, quay_req *r);
-/** Sequenced arbitration packet (and SC for a claimed receive) from peer,
- *  in order: 0, QUAY_EAGAIN (no room to answer: offer again) or
+/** Sequenced arbitration packets from peer, in order (their handlers,
+ *  packets.h): 0, QUAY_EAGAIN (no room to answer: offer again) or
  *  QUAY_ESTATE. */
-int arb_on_packet(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_ena(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_flag(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_rtr_any(quay_engine *e, int32_t peer, const umsg *m);
+int arb_on_disable(quay_engine *e, int32_t peer, const umsg *m);
+/** An SC for a claimed receive (rtr_on_sc). */
 int arb_on_sc(quay_engine *e, int32_t peer, quay_req *r, const umsg *m);
 /** Receiver: communicator ctx is freed: withdraw its announcements. */
 void arb_comm_freed(quay_engine *e, uint32_t ctx);

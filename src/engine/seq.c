@@ -1,10 +1,12 @@
 /*
  * seq.c — per-peer envelope sequencing and message descriptors.
  *
- * Matchable packets (EAGER, RTS) and CANCEL_REQ carry the sender's per-peer
+ * Sequenced packets (packets.h: PK_SEQ) carry the sender's per-peer
  * sequence number and are processed strictly in that order, so matching
  * sees messages in send order even when the transport reorders (several
- * rails, the adversarial simulator). A packet ahead of its turn is copied
+ * rails, the adversarial simulator): in its turn an envelope (EAGER, RTS)
+ * is matched or kept, any other type goes to its protocol's on_turn
+ * handler. A packet ahead of its turn is copied
  * into a descriptor and held, sorted by sequence; when the gap closes the
  * held run is processed in order. Bounds: a packet more than
  * reorder_window ahead is refused with QUAY_EAGAIN (not consumed); held
@@ -90,7 +92,8 @@ static void env_from_hdr(umsg *m, int32_t peer, const wire_hdr *h)
     m->rreq = h->rreq;
     m->x = h->x;
     m->status = h->status;
-    m->rflags = h->type == QUAY_PKT_RTR || h->type == QUAY_PKT_DISABLE_ANY ? (uint8_t)h->flags : 0;
+    /* (an envelope's flags are in m->flags; the other types keep theirs) */
+    m->rflags = pkt_is(h->type, PK_MATCH) ? 0 : (uint8_t)h->flags;
     m->slot = h->slot;
 }
 
@@ -121,16 +124,15 @@ umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq)
 static int seq_process(quay_engine *e, int32_t peer, umsg *env,
                        const uint8_t *data, size_t dlen, umsg *held)
 {
-    int needs_reply = env->type == QUAY_PKT_CANCEL_REQ ||
-                      (env->flags & (UMF_SYNC | UMF_READY)) ||
-                      (env->type == QUAY_PKT_RTR && (env->rflags & WIRE_F_CANCEL));
-    if (needs_reply && !ctrl_space(e))
+    /* A sync or ready envelope's ACK needs a control slot. (The same
+     * flag bits of the other sequenced types, in env->flags too, make
+     * them wait alike.) */
+    if ((env->flags & (UMF_SYNC | UMF_READY)) && !ctrl_space(e))
         return SEQ_WAIT;
 
-    if (env->type >= QUAY_PKT_RTR) { /* RTR, SC and arbitration */
-        int rc = env->type == QUAY_PKT_RTR  ? rtr_on_rtr(e, peer, env)
-                 : env->type == QUAY_PKT_SC ? rtr_on_sc(e, peer, env)
-                                            : arb_on_packet(e, peer, env);
+    pkt_on_turn_fn *on_turn = pkt_info(env->type)->on_turn;
+    if (on_turn != NULL) { /* not an envelope: its protocol takes it */
+        int rc = on_turn(e, peer, env);
         if (rc == QUAY_EAGAIN)
             return SEQ_WAIT; /* no room to answer: nothing changed */
         if (held != NULL) {
@@ -140,13 +142,6 @@ static int seq_process(quay_engine *e, int32_t peer, umsg *env,
             return 0;
         }
         return rc;
-    }
-
-    if (env->type == QUAY_PKT_CANCEL_REQ) {
-        cancel_on_req(e, peer, env);
-        if (held != NULL)
-            umsg_free(e, held);
-        return 0;
     }
 
     quay_comm *c = comm_lookup(e, env->ctx);
@@ -230,7 +225,7 @@ static int seq_hold(quay_engine *e, int32_t peer, const wire_hdr *h,
     uint32_t d = h->seq - ps->rx_seq;
 
     /* A comm we know must agree with the claimed source rank. */
-    if (h->type != QUAY_PKT_CANCEL_REQ) {
+    if (pkt_is(h->type, PK_SRC)) {
         quay_comm *c = comm_lookup(e, h->ctx);
         if (c != NULL && !comm_src_ok(c, h->src, peer))
             return QUAY_ESTATE;

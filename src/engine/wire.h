@@ -4,6 +4,14 @@
  * the decoder validates syntax (version, type, lengths, field ranges) and
  * never trusts a length. Semantics (ranks, ids, state) are checked by the
  * protocol module that handles the packet. Layouts: docs/wire.md.
+ *
+ * This file (with wire.c) owns the common header every packet starts
+ * with (version, type, flags; and the number a sequenced packet carries
+ * next), the header lengths and flag bits tests and fuzzers name, the
+ * decoded header, and the byte helpers. The fields behind the common
+ * header are each type's protocol's: its decoder, encoder and named
+ * offsets live in its file (packets.h lists them), the envelope's
+ * (EAGER, RTS) in eager.h for the hot paths.
  */
 #ifndef QUAY_ENGINE_WIRE_H
 #define QUAY_ENGINE_WIRE_H
@@ -41,13 +49,12 @@
 #define WIRE_RTS_FLAGS (WIRE_ENV_FLAGS | WIRE_F_KEY | WIRE_F_PUT_OK)
 /* EAGER: the first message of a train (coalesced standard sends): its
  * length field covers its own payload, and pieces follow it to the end of
- * the packet (wire_train_check). Only the packet's top level splits a
- * train (engine.c), so inside a channel frame (flow control) wire_decode
- * rejects it. */
+ * the packet (train.h). Only the packet's top level splits a train
+ * (engine.c, train.c), so inside a channel frame (flow control)
+ * wire_decode rejects it. */
 #define WIRE_F_MORE 0x10u
-/* A train's piece: tag (4), payload length (4), then the payload. It is a
- * standard EAGER with the first message's context and source, numbered
- * one after the message before it, sreq 0. */
+/* A train's piece: tag (4), payload length (4), then the payload (its
+ * layout: train.h). */
 #define WIRE_PIECE_LEN 8
 /* FIN: from the sender (it wrote the data) to the receiver; without it,
  * from the receiver (it read the data) to the sender. */
@@ -93,7 +100,8 @@ typedef struct wire_hdr {
  * Decode the header at bytes[0..len). On success returns the header length
  * (payload is bytes[ret..len)), else QUAY_EPROTO. Checks version, type,
  * exact header length, flag bits, field ranges and that the payload length
- * is consistent with the header (EAGER: equals len; DATA: > 0; others: 0).
+ * is consistent with the header (EAGER: equals len; DATA: > 0; others: 0):
+ * the common part here, the rest by the type's decoder (packets.h).
  */
 int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
 
@@ -102,35 +110,12 @@ int wire_decode(const uint8_t *bytes, size_t len, wire_hdr *h);
  *  carries it (wire_decode: QUAY_EPROTO). */
 int wire_decode_train(const uint8_t *bytes, size_t len, wire_hdr *h);
 
-/** A piece of a train as the header it stands for: an EAGER of
- *  (seq, ctx, src) — what its place in the train gives it — with the
- *  piece's tag and length (piece: WIRE_PIECE_LEN bytes and up). Returns
- *  WIRE_PIECE_LEN (the payload follows), or QUAY_EPROTO for a negative
- *  source or tag, as wire_decode would. */
-int wire_piece_hdr(const uint8_t *piece, uint32_t seq, uint32_t ctx, int32_t src,
-                    wire_hdr *h);
-
-/** A train's shape: bytes[0..len) is an EAGER flagged WIRE_F_MORE of this
- *  version whose length fits the packet, then at least one piece, each
- *  piece's length within what is left, the last ending the packet exactly.
- *  Returns the number of messages (2 or more), or QUAY_EPROTO. Fields are
- *  the decoders' to check (wire_decode_train; a piece's tag where it is
- *  taken). */
-static inline int wire_train_check(const uint8_t *bytes, size_t len);
-
 /** Encode `h` (by h->type) into out[QUAY_MAX_HEADER]; returns its length. */
 size_t wire_encode(const wire_hdr *h, uint8_t *out);
 
 static inline void wire_put16(uint8_t *p, uint16_t v);
 static inline void wire_put32(uint8_t *p, uint32_t v);
 static inline void wire_put64(uint8_t *p, uint64_t v);
-
-/** Encode an EAGER or RTS header (the hot path: no intermediate struct);
- *  byte-for-byte what wire_encode writes. Returns WIRE_ENV_LEN (an RTS
- *  with WIRE_F_KEY: the caller appends the key, see wire_encode). */
-static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
-                                     uint32_t seq, uint32_t ctx, int32_t src,
-                                     int32_t tag, uint32_t sreq, uint64_t len);
 
 /*
  * Little-endian field access with no alignment or aliasing assumptions:
@@ -146,6 +131,36 @@ static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
 #define WIRE_LE32(v) (v)
 #define WIRE_LE64(v) (v)
 #endif
+
+/* ---- the common header: every packet starts with it ------------------- */
+
+enum {
+    WIRE_OFF_VERSION = 0, /* 1 byte: WIRE_VERSION */
+    WIRE_OFF_TYPE = 1,    /* 1 byte: quay_pkt_type */
+    WIRE_OFF_FLAGS = 2,   /* 2 bytes: the type's WIRE_F_* bits */
+    WIRE_OFF_SEQ = 4,     /* 4 bytes, sequenced types: the sender's number */
+    WIRE_COMMON_LEN = 4   /* version, type, flags */
+};
+
+static inline uint8_t wire_version(const uint8_t *b) { return b[WIRE_OFF_VERSION]; }
+static inline uint8_t wire_type(const uint8_t *b) { return b[WIRE_OFF_TYPE]; }
+static inline uint16_t wire_get16(const uint8_t *p);
+static inline uint32_t wire_get32(const uint8_t *p);
+static inline uint64_t wire_get64(const uint8_t *p);
+static inline uint16_t wire_flags(const uint8_t *b) { return wire_get16(b + WIRE_OFF_FLAGS); }
+/* A sequenced packet's number (its type has PK_SEQ; 8 bytes or more). */
+static inline uint32_t wire_seq(const uint8_t *b) { return wire_get32(b + WIRE_OFF_SEQ); }
+/* Write the common header. */
+static inline void wire_put_common(uint8_t *o, uint8_t type, uint16_t flags)
+{
+    o[WIRE_OFF_VERSION] = WIRE_VERSION;
+    o[WIRE_OFF_TYPE] = type;
+    wire_put16(o + WIRE_OFF_FLAGS, flags);
+}
+static inline void wire_put_flags(uint8_t *o, uint16_t flags)
+{
+    wire_put16(o + WIRE_OFF_FLAGS, flags);
+}
 
 static inline void wire_put16(uint8_t *p, uint16_t v)
 {
@@ -179,46 +194,6 @@ static inline uint64_t wire_get64(const uint8_t *p)
     uint64_t v;
     memcpy(&v, p, sizeof v);
     return WIRE_LE64(v);
-}
-
-static inline size_t wire_encode_env(uint8_t *o, uint8_t type, uint16_t flags,
-                                     uint32_t seq, uint32_t ctx, int32_t src,
-                                     int32_t tag, uint32_t sreq, uint64_t len)
-{
-    o[0] = WIRE_VERSION;
-    o[1] = type;
-    wire_put16(o + 2, flags);
-    wire_put32(o + 4, seq);
-    wire_put32(o + 8, ctx);
-    wire_put32(o + 12, (uint32_t)src);
-    wire_put32(o + 16, (uint32_t)tag);
-    wire_put32(o + 20, sreq);
-    wire_put64(o + 24, len);
-    return WIRE_ENV_LEN;
-}
-
-static inline int wire_train_check(const uint8_t *b, size_t len)
-{
-    if (len < WIRE_ENV_LEN || b[0] != WIRE_VERSION || b[1] != QUAY_PKT_EAGER ||
-        !(wire_get16(b + 2) & WIRE_F_MORE) || wire_get64(b + 24) >= len - WIRE_ENV_LEN)
-        return QUAY_EPROTO; /* (>=: no room left for a piece either) */
-    size_t off = WIRE_ENV_LEN + (size_t)wire_get64(b + 24);
-    int n = 1;
-    do {
-        size_t rem = len - off;
-        if (rem < WIRE_PIECE_LEN || wire_get32(b + off + 4) > rem - WIRE_PIECE_LEN)
-            return QUAY_EPROTO;
-        off += WIRE_PIECE_LEN + (size_t)wire_get32(b + off + 4);
-        n++;
-    } while (off != len);
-    return n;
-}
-
-/* A train's piece: tag and payload length (the payload follows). */
-static inline void wire_encode_piece(uint8_t *o, int32_t tag, uint32_t len)
-{
-    wire_put32(o, (uint32_t)tag);
-    wire_put32(o + 4, len);
 }
 
 #endif /* QUAY_ENGINE_WIRE_H */
