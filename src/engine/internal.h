@@ -6,14 +6,19 @@
  * configured hooks. Objects move between intrusive lists; nothing on the
  * small-message hot path allocates. Each module's types, functions and
  * hot inline helpers are in its own header, included at the end:
+ *   alloc.h    allocation through the embedder's hooks (alloc.c)
+ *   trace.h    trace events (trace.c)
  *   request.h  request pool, ids, life cycle (request.c)
  *   comm.h     communicators, context lookup (comm.c)
  *   peer.h     per-peer state (seq.c, rtr.c, arbitrate.c)
- *   msg.h      message descriptors, sequencing (seq.c), matching (match.c)
+ *   msg.h      message descriptors
+ *   seq.h      per-peer sequencing, the descriptors' pool (seq.c)
+ *   match.h    the matcher's facade (match.c)
  *   out.h      descriptors, control ring, actions, op_done (out.c),
  *              inline sends (inline.c), one-sided (rdma.c)
- *   rtr.h      receiver-initiated transfers (rtr.c), arbitration
- *              (arbitrate.c)
+ *   rtr.h      receiver-initiated transfers, the sequenced control
+ *              queue (rtr.c)
+ *   arbitrate.h  ANY_SOURCE arbitration (arbitrate.c)
  *   p2p.h      point-to-point protocols (p2p.c, rndv*.c, cancel.c,
  *              bsend.c)
  *   eager.h    the eager protocol (eager.c) and the envelope's layout
@@ -23,7 +28,8 @@
  *              (packets.c)
  * Below the engine, flow control is a link (link.h); above it, the
  * collectives reach in through coll_port.h. engine.c creates, frees and
- * dispatches (through packets.h); config.c, abi.c and errors.c are the public contract's.
+ * dispatches (through packets.h); config.c, abi.c and errors.c are the
+ * public contract's.
  */
 #ifndef QUAY_ENGINE_INTERNAL_H
 #define QUAY_ENGINE_INTERNAL_H
@@ -278,8 +284,11 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/request.h"
 #include "engine/peer.h"
 #include "engine/msg.h"
+#include "engine/seq.h"
+#include "engine/match.h"
 #include "engine/out.h"
 #include "engine/rtr.h"
+#include "engine/arbitrate.h"
 #include "engine/p2p.h"
 #include "engine/eager.h"
 #include "engine/train.h"

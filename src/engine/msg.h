@@ -1,6 +1,6 @@
 /*
- * msg.h — message descriptors (unexpected, held, orphaned, taken), per-peer
- * sequencing (seq.c) and the matcher's facade (match.c).
+ * msg.h — message descriptors (unexpected, held, orphaned, taken); their
+ * pool and per-peer sequencing are seq.h's, the matcher's facade match.h.
  */
 #include "engine/internal.h" /* (outside the guard: internal.h includes this
                                  file after the engine's struct) */
@@ -48,50 +48,6 @@ struct quay_msg {
     quay_comm *comm;  /* NULL while orphaned or held */
 };
 typedef struct quay_msg umsg;
-
-/* ---- messages and sequencing (seq.c) ------------------------------------ */
-/** Was `peer` declared failed? Reads the peer's (cold) state only when
- *  some peer has failed. */
-static inline int peer_failed(const quay_engine *e, int32_t peer)
-{
-    return e->nfailed != 0 && e->peers[peer].failed;
-}
-
-/** Next sequence number to `peer` for a packet that is built and emitted
- *  later (envelope, flag, SC, CANCEL_REQ). With rtr on it counts as unsent
- *  until it leaves: RTRs, numbered when they go out, wait for it. */
-static inline uint32_t seq_assign(quay_engine *e, int32_t peer)
-{
-    peer_state *ps = &e->peers[peer];
-    if (e->rtr_pool != NULL)
-        ps->tx_unsent++;
-    return ps->tx_seq++;
-}
-
-umsg *umsg_alloc(quay_engine *e);
-void umsg_free(quay_engine *e, umsg *m);
-/** Handle a sequenced packet (packets.h: PK_SEQ) from `peer`: the
- *  on_packet of every sequenced type. */
-int seq_on_packet(quay_engine *e, int32_t peer, const wire_hdr *h,
-                  const uint8_t *payload, size_t plen);
-/** Retry draining peers whose due held packets were blocked. */
-void seq_retry_blocked(quay_engine *e);
-/** Find an unmatched (unexpected or orphaned) message by sender and
- *  sequence number, or NULL. */
-umsg *msg_find_by_seq(quay_engine *e, int32_t peer, uint32_t seq);
-
-/* ---- matching (match.c facade) ------------------------------------------ */
-int match_init(quay_engine *e);
-void match_fini(quay_engine *e);
-/** Empty every queue (context reset); the bins stay allocated. */
-void match_reset(quay_engine *e);
-quay_req *match_find_posted(quay_engine *e, quay_comm *c, int32_t src,
-                            int32_t tag);
-void match_add_posted(quay_engine *e, quay_req *r);
-void match_remove_posted(quay_engine *e, quay_req *r);
-umsg *match_find_unexp(quay_engine *e, quay_comm *c, int32_t src, int32_t tag);
-void match_add_unexp(quay_engine *e, quay_comm *c, umsg *m);
-void match_remove_unexp(quay_engine *e, umsg *m);
 
 /** 1 if the eager message `m` owes its sender an ACK when matched. */
 static inline int msg_needs_ack(const umsg *m)
