@@ -2,7 +2,7 @@
 # bench/mode_report.sh — the report of a two-implementation run on a
 # machine with speed modes (bench/modes.sh, bench/osu.sh).
 #
-#   bench/mode_report.sh [--skip 'BENCH SIZE'] CSV
+#   bench/mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] CSV
 #
 # CSV has a header line, then round,impl,bench,size,value with impl
 # "mpich" or "quay". Per benchmark and size: every value of each
@@ -12,16 +12,21 @@
 # against all); then the rounds paired, quay's value over MPICH's of the
 # same round (a few seconds apart, so mostly in the same mode): median and
 # quartiles. A ratio is of the benchmark's own unit: below 1 is quay ahead
-# for a time, above 1 for a rate.
+# for a time, above 1 for a rate. Benchmarks whose name matches --higher
+# (an awk ERE) are rates: their higher values are the fast mode.
 set -euo pipefail
 SKIP=""
-if [ "${1:-}" = --skip ]; then
-    SKIP=$2
-    shift 2
-fi
-CSV=${1:?usage: mode_report.sh [--skip 'BENCH SIZE'] CSV}
+HIGHER='^$'
+while [ $# -gt 1 ]; do
+    case $1 in
+    --skip) SKIP=$2; shift 2 ;;
+    --higher) HIGHER=$2; shift 2 ;;
+    *) break ;;
+    esac
+done
+CSV=${1:?usage: mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] CSV}
 printf "%-22s %-5s %13s %13s %8s\n" bench mode MPICH quay q/MPICH
-awk -F, -v skip="$SKIP" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; v[k "," $2] = v[k "," $2] " " $5; keys[k] = 1 }
+awk -F, -v skip="$SKIP" -v higher="$HIGHER" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; v[k "," $2] = v[k "," $2] " " $5; keys[k] = 1 }
 # Sort s; lo gets the values up to the largest jump (>= 1.35x), hi the
 # rest (empty when there is no such jump). Returns 1 when split.
 function split_modes(s, lo, hi,    a, n, i, j, t, best, cut) {
@@ -50,7 +55,9 @@ END {
     for (k in keys) {
         sm = split_modes(v[k ",mpich"], ml, mh); sq = split_modes(v[k ",quay"], ql, qh)
         if (sm && sq) {
-            row(k, "fast", ml, ql); row(k, "slow", mh, qh)
+            split(k, kb, " ")
+            if (kb[1] ~ higher) { row(k, "slow", ml, ql); row(k, "fast", mh, qh) }
+            else { row(k, "fast", ml, ql); row(k, "slow", mh, qh) }
         } else {
             # One of them stayed in one mode: no pairing by mode, only
             # all values against all.

@@ -164,6 +164,6 @@ if [ "$QUAY_ONLY" = 1 ]; then
     awk -F, 'NR > 1 { k = $3 " " $4; v[k] = v[k] " " $5 }
         END { for (k in v) printf "%-22s %s\n", k, v[k] }' "$CSV" | sort -k1,1 -k2,2n
 else
-    "$ROOT/bench/mode_report.sh" "$CSV"
+    "$ROOT/bench/mode_report.sh" --higher '^(bw|bibw|mbw_mr|i.*)$' "$CSV"
 fi
 echo "raw values: $CSV"
