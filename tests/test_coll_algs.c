@@ -137,7 +137,7 @@ static void t_ops(void)
                     coll_args a = {.count = count, .esize = esize, .size = size,
                                    .degree = 2, .commutative = 1};
                     const coll_alg *g = coll_alg_find(k, op->choose(&a));
-                    if (g == NULL || coll_alg_decide(k, QUAY_COLL_AUTO, &a) == NULL)
+                    if (g == NULL || coll_alg_decide(op, QUAY_COLL_AUTO, &a) == NULL)
                         good = 0;
                 }
         ok_msg(good, "%s: its automatic choice is registered for it", op->name);
@@ -349,7 +349,7 @@ static void t_run(void)
             coll_args a = {.count = g->kind == QUAY_OFF_BCAST ? 5000 : 1000,
                            .esize = g->kind >= QUAY_OFF_REDUCE ? 4 : 0, .size = ns[k],
                            .degree = 3, .commutative = 1};
-            good &= coll_alg_decide(g->kind, g->id, &a) == g;
+            good &= coll_alg_decide(coll_op_find(g->kind), g->id, &a) == g;
             simworld w;
             if (sw_new(&w, ns[k], 77 + i, set_alg, (void *)g, 1) != 0) {
                 good = 0;

@@ -42,11 +42,9 @@ const coll_op *coll_op_find(uint32_t kind)
 
 /* ---- the decision --------------------------------------------------------------- */
 
-const coll_alg *coll_alg_decide(uint32_t kind, uint32_t alg, const coll_args *a)
+const coll_alg *coll_alg_decide(const coll_op *op, uint32_t alg, const coll_args *a)
 {
-    const coll_op *op = coll_op_find(kind);
-    if (op == NULL)
-        return NULL;
+    uint32_t kind = op->kind;
     const coll_alg *g = coll_alg_find(kind, alg == QUAY_COLL_AUTO ? op->choose(a) : alg);
     /* (bounded: test_coll_algs checks that every chain ends) */
     for (size_t hops = 0; g != NULL && !g->usable(a) && hops < coll_nalgs; hops++)
@@ -56,9 +54,8 @@ const coll_alg *coll_alg_decide(uint32_t kind, uint32_t alg, const coll_args *a)
 
 /* ---- building ------------------------------------------------------------------- */
 
-void coll_alg_build(const coll_alg *g, coll_sched *s, const coll_args *a)
+void coll_alg_build(const coll_op *op, const coll_alg *g, coll_sched *s, const coll_args *a)
 {
-    const coll_op *op = coll_op_find(g->kind);
     if (s->size != 1 && !(op->counted && a->count == 0))
         g->build(s, a);
     else if (op->trivial != NULL)

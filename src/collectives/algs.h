@@ -132,9 +132,15 @@ int coll_reduce_args(quay_engine *e, quay_comm *c, const void *sbuf, const void 
  *  caller's to check first): need_rbuf where the result lands on this
  *  member. */
 int coll_reduce_post_check(const quay_offload *d, int need_rbuf);
-/** Post call d on c (its kind, alg and arguments filled): run it here,
- *  or hand it to the NIC agent. */
-int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req);
+/** Post a call of operation op on c, d holding its arguments (its kind
+ *  and algorithm are filled in here, the algorithm from the config): run
+ *  it here, or hand it to the NIC agent. */
+int coll_call(quay_engine *e, quay_comm *c, const coll_op *op, quay_offload *d,
+              quay_req **req);
+/** Build and start collective d of operation op on c (offloaded: an
+ *  agent's schedule). */
+int coll_launch(quay_engine *e, quay_comm *c, const coll_op *op, const quay_offload *d,
+                int offloaded, quay_req **req);
 /** coll_args for a reduction: dt, esize, in_place, commutative. */
 void coll_reduce_fill_args(const quay_offload *d, coll_args *a);
 /** The schedule's buffers and reduction, for a reduction. */
@@ -154,12 +160,12 @@ extern const size_t coll_nalgs;
 int coll_alg_known(uint32_t kind, uint32_t alg);
 /** Algorithm id of kind, or NULL if there is none (AUTO included). */
 const coll_alg *coll_alg_find(uint32_t kind, uint32_t id);
-/** What runs for a call of kind that asked for alg (AUTO: the decision,
- *  docs/collectives.md), after fallbacks; NULL if alg is neither AUTO nor
- *  registered for kind. */
-const coll_alg *coll_alg_decide(uint32_t kind, uint32_t alg, const coll_args *a);
-/** Build the schedule of a call: g's builder, or what a call with nothing
- *  to move needs (nothing, or the operand's copy into rbuf). */
-void coll_alg_build(const coll_alg *g, coll_sched *s, const coll_args *a);
+/** What runs for a call of operation op that asked for alg (AUTO: the
+ *  decision, docs/collectives.md), after fallbacks; NULL if alg is
+ *  neither AUTO nor registered for op. */
+const coll_alg *coll_alg_decide(const coll_op *op, uint32_t alg, const coll_args *a);
+/** Build the schedule of a call of op: g's builder, or what a call with
+ *  nothing to move needs (op->trivial). */
+void coll_alg_build(const coll_op *op, const coll_alg *g, coll_sched *s, const coll_args *a);
 
 #endif /* QUAY_COLL_ALGS_H */

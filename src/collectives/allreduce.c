@@ -358,7 +358,6 @@ int quay_iallreduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, 
     int rc = coll_reduce_args(e, c, sbuf, rbuf, count, dt, op, 1, req);
     if (rc != 0)
         return rc;
-    quay_offload d = {.kind = QUAY_OFF_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf,
-                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_allreduce};
-    return coll_call(e, c, &d, req);
+    quay_offload d = {.sbuf = sbuf, .rbuf = rbuf, .count = count, .dt = dt, .op = *op};
+    return coll_call(e, c, &coll_op_allreduce, &d, req);
 }

@@ -103,6 +103,7 @@ int quay_ibarrier(quay_engine *e, quay_comm *c, quay_req **req)
     int rc = coll_call_args(e, c, req);
     if (rc != 0)
         return rc;
-    quay_offload d = {.kind = QUAY_OFF_BARRIER, .alg = e->cfg.coll_barrier};
-    return coll_call(e, c, &d, req);
+    quay_offload d;
+    memset(&d, 0, sizeof d); /* (a barrier has no arguments) */
+    return coll_call(e, c, &coll_op_barrier, &d, req);
 }

@@ -255,7 +255,6 @@ int quay_ibcast(quay_engine *e, quay_comm *c, void *buf, size_t len, int32_t roo
         return QUAY_EINVAL;
     if (root < 0 || root >= c->size)
         return QUAY_ERANK;
-    quay_offload d = {.kind = QUAY_OFF_BCAST, .root = root, .rbuf = buf, .count = len,
-                      .alg = e->cfg.coll_bcast};
-    return coll_call(e, c, &d, req);
+    quay_offload d = {.root = root, .rbuf = buf, .count = len};
+    return coll_call(e, c, &coll_op_bcast, &d, req);
 }

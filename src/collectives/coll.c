@@ -33,12 +33,9 @@ int coll_call_args(quay_engine *e, quay_comm *c, quay_req **req)
  * host's own, or an agent's). offloaded: an agent's schedule, whose end
  * is reported with d->cookie instead of completing a user request. A
  * spare schedule built for the same shape is started as it is. */
-int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
-                quay_req **req)
+int coll_launch(quay_engine *e, quay_comm *c, const coll_op *op, const quay_offload *d,
+                int offloaded, quay_req **req)
 {
-    const coll_op *op = coll_op_find(d->kind);
-    if (op == NULL)
-        return QUAY_EINVAL; /* (calls and agent posts are checked before) */
     int bypass = !offloaded && bypass_applies(e, c, d);
     coll_args args = {
         .count = d->count,
@@ -47,9 +44,9 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
     };
     if (op->args != NULL)
         op->args(d, &args);
-    const coll_alg *g = coll_alg_decide(d->kind, d->alg, &args);
+    const coll_alg *g = coll_alg_decide(op, d->alg, &args);
     if (g == NULL)
-        return QUAY_EINVAL;
+        return QUAY_EINVAL; /* (config and agent posts are checked before) */
 
     coll_shape shape;
     memset(&shape, 0, sizeof shape);
@@ -80,15 +77,18 @@ int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offload
         else if (bypass)
             coll_build_reduce_bypass(s, d->count, d->root, args.in_place, 0);
         else
-            coll_alg_build(g, s, &args);
+            coll_alg_build(op, g, s, &args);
         if (!bypass)
             s->shape = shape; /* (a build that failed is discarded with it) */
     }
     return sched_start(s, req);
 }
 
-int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req)
+int coll_call(quay_engine *e, quay_comm *c, const coll_op *op, quay_offload *d,
+              quay_req **req)
 {
+    d->kind = (quay_offload_kind)op->kind;
+    d->alg = op->configured(&e->cfg);
     d->ctx = c->ctx;
     d->size = c->size;
     d->world = c->world;
@@ -99,7 +99,7 @@ int coll_call(quay_engine *e, quay_comm *c, quay_offload *d, quay_req **req)
         if (rc != 0)
             return rc < 0 ? rc : 0; /* its data came first: already on its way */
     }
-    return coll_launch(e, c, d, 0, req);
+    return coll_launch(e, c, op, d, 0, req);
 }
 
 /* ---- what the reductions share ------------------------------------------------ */

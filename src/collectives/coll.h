@@ -174,9 +174,6 @@ uint32_t coll_reduce_bypass_subtag(quay_op_kind op, quay_dtype dt);
 
 /* ---- calls (coll.c) and offload (offload.c) --------------------------------- */
 
-/** Build and start collective d on c (offloaded: an agent's schedule). */
-int coll_launch(quay_engine *e, quay_comm *c, const quay_offload *d, int offloaded,
-                quay_req **req);
 /** Host with coll_offload: hand d to the NIC agent (QUAY_ACT_OFFLOAD). */
 int offload_post(quay_engine *e, quay_comm *c, const quay_offload *d, quay_req **req);
 /** Agent: schedule `cookie` ended with `status`: queue the report. */

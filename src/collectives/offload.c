@@ -192,7 +192,7 @@ int quay_agent_post(quay_engine *e, const quay_offload *d)
         return QUAY_ECOMM;
     }
     quay_req *u;
-    return coll_launch(e, c, d, 1, &u);
+    return coll_launch(e, c, op, d, 1, &u);
 }
 
 /* ---- actions (both sides) -------------------------------------------------------- */

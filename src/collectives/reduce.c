@@ -230,7 +230,7 @@ int quay_ireduce(quay_engine *e, quay_comm *c, const void *sbuf, void *rbuf, siz
     rc = coll_reduce_args(e, c, sbuf, rbuf, count, dt, op, root == c->myrank, req);
     if (rc != 0)
         return rc;
-    quay_offload d = {.kind = QUAY_OFF_REDUCE, .root = root, .sbuf = sbuf, .rbuf = rbuf,
-                      .count = count, .dt = dt, .op = *op, .alg = e->cfg.coll_reduce};
-    return coll_call(e, c, &d, req);
+    quay_offload d = {.root = root, .sbuf = sbuf, .rbuf = rbuf, .count = count, .dt = dt,
+                      .op = *op};
+    return coll_call(e, c, &coll_op_reduce, &d, req);
 }
