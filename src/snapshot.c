@@ -17,7 +17,7 @@
 #include "flowctl/crc32c.h"
 #include "flowctl/fc_snap.h"
 
-#define SNAP_VERSION 5u
+#define SNAP_VERSION 6u
 #define SNAP_HDR_LEN 16u /* magic 8, version 4, total length 4 */
 
 static const uint8_t snap_magic[8] = {'Q', 'U', 'A', 'Y', 'C', 'T', 'X', 0};

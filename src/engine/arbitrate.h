@@ -52,6 +52,16 @@ void arb_detach(quay_engine *e, quay_req *r);
 /** Sender: r's interest flag (ANY_FLAG: its envelope under its number)
  *  into o. */
 void arb_emit_flag(quay_req *r, qout *o);
+/* Its line in QUAY_REQ_SENDS: due until it leaves, under the send's
+ * number. */
+static inline int arb_flag_due(const quay_req *r)
+{
+    return r->state == QUAY_RS_SEND_ANY && !(r->flags & RF_ENV_SENT);
+}
+static inline int64_t arb_flag_number(const quay_req *r)
+{
+    return r->seq;
+}
 /** Sender: cancel r (SEND_ANY or SEND_QUEUED). */
 void arb_cancel_send(quay_engine *e, quay_req *r);
 /** Sequenced arbitration packets from peer, in order (their handlers,

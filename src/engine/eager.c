@@ -77,6 +77,14 @@ void env_emit(quay_req *r, qout *o)
     r->flags |= RF_ENV_SENT;
 }
 
+int eager_on_sent(quay_engine *e, quay_req *r, int status)
+{
+    (void)e;
+    if (status >= 0)
+        r->flags |= RF_WIRE_DONE;
+    return status;
+}
+
 /* ---- the protocol --------------------------------------------------------------- */
 
 int eager_fast_arrival(quay_engine *e, int32_t peer, const uint8_t *b, size_t len)

@@ -77,6 +77,18 @@ static inline uint16_t send_wire_flags(const quay_req *r)
 /** A send's envelope (EAGER, or RTS with its offer) into o: the payload
  *  of an EAGER rides behind it; r's envelope is sent. */
 void env_emit(quay_req *r, qout *o);
+/* Its line in QUAY_REQ_SENDS: every send's first packet, under its
+ * number. */
+static inline int env_due(const quay_req *r)
+{
+    return r->kind == RK_SEND && !(r->flags & RF_ENV_SENT);
+}
+static inline int64_t env_number(const quay_req *r)
+{
+    return r->seq;
+}
+/** An EAGER's op_done (packets.h: on_sent): its payload is out. */
+int eager_on_sent(quay_engine *e, quay_req *r, int status);
 /** The ACK's handler (packets.h). */
 int eager_on_ack(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                  size_t plen);

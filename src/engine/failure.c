@@ -17,7 +17,8 @@ static void fail_req(quay_engine *e, quay_req *r)
     if (r->status.error == 0)
         r->status.error = QUAY_EPEER;
     r->flags |= RF_FAILED;
-    r->flags &= ~(uint32_t)(RF_CANCEL_PENDING | RF_NEED_CTS | RF_NEED_FIN);
+    r->flags &= ~(uint32_t)RF_CANCEL_PENDING;
+    r->owe &= ~(uint32_t)(REQ_OWES_CTS | REQ_OWES_FIN | REQ_OWES_SC);
     req_progress(e, r);
 }
 

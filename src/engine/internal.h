@@ -281,6 +281,7 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/alloc.h"
 #include "engine/trace.h"
 #include "engine/comm.h"
+#include "engine/packets.h"
 #include "engine/request.h"
 #include "engine/peer.h"
 #include "engine/msg.h"
@@ -292,6 +293,5 @@ size_t snapshot_state(const quay_engine *e, void *buf, size_t cap);
 #include "engine/p2p.h"
 #include "engine/eager.h"
 #include "engine/train.h"
-#include "engine/packets.h"
 
 #endif /* QUAY_ENGINE_INTERNAL_H */

@@ -93,24 +93,15 @@ void out_release(quay_engine *e, qout *o, int status)
     if (r == NULL)
         return;
     r->nout--;
-    /* A CTS whose transmission failed after every byte it asked for has
-     * arrived changed nothing: the receive is complete and intact. */
-    if (status < 0 && pkt == QUAY_PKT_CTS && r->kind == RK_RECV &&
-        r->received == r->accepted)
-        status = 0;
+    if (pkt >= QOUT_RDMA_PUT) /* an RDMA action: one-sided, or a fragment */
+        status = r->kind == RK_RDMA ? rdma_on_done(e, r, status)
+                                    : rndv_rdma_on_done(e, r, status);
+    else if (pkt_info(pkt)->on_sent != NULL)
+        status = pkt_info(pkt)->on_sent(e, r, status);
     if (status < 0) {
         r->flags |= RF_FAILED | RF_WIRE_DONE;
         if (r->status.error == 0)
             r->status.error = quay_err_is_fatal(status) ? QUAY_EPEER : status;
-    } else if (pkt == QUAY_PKT_EAGER || pkt == QUAY_PKT_FIN || r->kind == RK_RDMA) {
-        r->flags |= RF_WIRE_DONE;
-    } else if (pkt == QUAY_PKT_DATA) {
-        r->frags_done++;
-    } else if (pkt >= QOUT_RDMA_PUT) {
-        /* An RDMA rendezvous fragment: its slot in the pipeline is free. */
-        r->frags_done++;
-        if (r->next_frag < r->nfrags && !(r->flags & (RF_FAILED | RF_ON_TXQ)))
-            rdmaq_add(e, r);
     }
     req_progress(e, r);
 }
@@ -150,65 +141,51 @@ int out_on_op_done(quay_engine *e, uint64_t token, int status)
 
 /* ---- building packets ----------------------------------------------------------------- */
 
-static int req_has_work(const quay_req *r)
+/* r has a packet to send (its lines in packets.h: QUAY_REQ_SENDS). */
+#define SEND_DUE(name, due, number, emit) || due(r)
+static inline int req_has_work(const quay_req *r)
 {
-    if (r->kind == RK_RECV)
-        return (r->flags & RF_NEED_CTS) != 0;
-    if (!(r->flags & RF_ENV_SENT) || (r->flags & (RF_CANCEL_WANTED | RF_NEED_FIN)))
-        return 1;
-    return r->state == QUAY_RS_SEND_DATA && r->next_frag < r->grant;
+    return 0 QUAY_REQ_SENDS(SEND_DUE);
 }
+#undef SEND_DUE
 
 /* With RTRs, numbers are assigned before packets can go (an SC waits for
  * its write): 1 if r's next packet is unnumbered or carries the lowest
  * number not yet sent to its peer. Sending a later one first could leave
  * it holding the last descriptor while the receiver, missing the earlier
  * one, never acknowledges it. */
+static int seq_in_turn(const quay_engine *e, const quay_req *r, int64_t seq)
+{
+    const peer_state *ps = &e->peers[r->peer];
+    return seq < 0 || (uint32_t)seq == ps->tx_seq - ps->tx_unsent;
+}
+
+#define SEND_TURN(name, due, number, emit)                                                    \
+    if (due(r))                                                                               \
+        return seq_in_turn(e, r, number(r));
 static int req_in_seq_turn(const quay_engine *e, const quay_req *r)
 {
-    uint32_t seq;
-    if (r->state == QUAY_RS_SEND_ANY || (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)))
-        seq = r->seq; /* flag or envelope */
-    else if (r->kind == RK_RECV || ((r->flags & RF_NEED_FIN) && r->state != QUAY_RS_SEND_WRITE))
-        return 1; /* CTS or FIN */
-    else if (r->flags & RF_NEED_FIN)
-        seq = r->seq; /* SC */
-    else if (r->flags & RF_CANCEL_WANTED)
-        seq = r->cancel_seq;
-    else
-        return 1; /* DATA */
-    const peer_state *ps = &e->peers[r->peer];
-    return seq == ps->tx_seq - ps->tx_unsent;
+    QUAY_REQ_SENDS(SEND_TURN)
+    return 1;
 }
+#undef SEND_TURN
 
 /* r's next packet into o, built by the protocol that owns it (its
  * emitter encodes the header and sets o's type, number and payload); 1 if
- * r has more to emit. */
+ * r has more to emit. Called only when req_has_work(r). */
+#define SEND_EMIT(name, due, number, emit)                                                    \
+    if (due(r))                                                                               \
+        emit(r, o);                                                                           \
+    else
 int req_emit(quay_req *r, qout *o)
 {
     o->peer = r->peer;
     o->req = r;
     r->nout++;
-    if (r->state == QUAY_RS_SEND_ANY) {
-        arb_emit_flag(r, o); /* the interest flag, under the send's number */
-        return 0;
-    }
-    if (r->kind == RK_SEND && !(r->flags & RF_ENV_SENT)) {
-        env_emit(r, o); /* EAGER or RTS */
-        return (r->flags & RF_CANCEL_WANTED) != 0;
-    }
-    if (r->kind == RK_RECV)
-        rndv_emit_cts(r, o);
-    else if ((r->flags & RF_NEED_FIN) && r->state == QUAY_RS_SEND_WRITE)
-        rtr_emit_sc(r, o); /* written into the RTR's buffer */
-    else if (r->flags & RF_NEED_FIN)
-        rndv_emit_fin(r, o); /* PUT done: the data is in place */
-    else if (r->flags & RF_CANCEL_WANTED)
-        cancel_emit_req(r, o);
-    else
-        rndv_emit_data(r, o);
+    QUAY_REQ_SENDS(SEND_EMIT) { }
     return req_has_work(r);
 }
+#undef SEND_EMIT
 
 /* A control reply: its fields as the header of its type (packets.h:
  * PK_CTRL). */
@@ -269,7 +246,7 @@ static void loop_run(quay_engine *e)
 static void txq_leave(quay_engine *e, quay_req *r)
 {
     r->flags &= ~(uint32_t)RF_ON_TXQ;
-    if (r->state == QUAY_RS_SEND_PUT && r->next_frag < r->nfrags && !(r->flags & RF_FAILED))
+    if (r->state == QUAY_RS_SEND_PUT && r->rv.next_frag < r->rv.nfrags && !(r->flags & RF_FAILED))
         rdmaq_add(e, r);
 }
 

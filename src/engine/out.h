@@ -170,5 +170,7 @@ void rdma_emit(quay_req *r, qout *o);
 void rdma_fill(quay_engine *e, qout *o, quay_action *a);
 /** Complete r once its action is done. */
 void rdma_progress(quay_engine *e, quay_req *r);
+/** The op_done of r's RDMA action (before rdma_progress). */
+int rdma_on_done(quay_engine *e, quay_req *r, int status);
 
 #endif /* QUAY_ENGINE_OUT_H */

@@ -51,9 +51,9 @@ void send_envelope(quay_engine *e, quay_req *r)
         rtr_envelope(e, r);
     if (r->len > e->cfg.eager_max) {
         r->flags |= RF_RNDV;
-        r->next_frag = 0;
-        r->frags_done = 0;
-        r->cts_total = 0;
+        r->rv.next_frag = 0;
+        r->rv.frags_done = 0;
+        r->rv.cts_total = 0;
         rndv_offer(e, r);
         req_set_state(e, r, QUAY_RS_SEND_RTS);
     } else {
@@ -538,8 +538,8 @@ void req_progress(quay_engine *e, quay_req *r)
         return;
     }
     if (r->kind == RK_RECV) {
-        if (r->state == QUAY_RS_RECV_RNDV && r->received == r->accepted &&
-            !(r->flags & RF_NEED_CTS))
+        if (r->state == QUAY_RS_RECV_RNDV && r->rv.received == r->rv.accepted &&
+            !(r->owe & REQ_OWES_CTS))
             req_complete(e, r);
         return;
     }
@@ -552,8 +552,8 @@ void req_progress(quay_engine *e, quay_req *r)
     if (r->flags & RF_RNDV) {
         /* A NAK (ready send, nothing posted) ends it; else all data out. */
         if ((r->flags & (RF_ACKED | RF_FIN_SEEN)) ||
-            ((r->flags & RF_CTS_SEEN) && r->frags_done == r->nfrags &&
-             r->cts_total != 0 && r->ncts > r->cts_total))
+            ((r->flags & RF_CTS_SEEN) && r->rv.frags_done == r->rv.nfrags &&
+             r->rv.cts_total != 0 && r->rv.ncts > r->rv.cts_total))
             req_complete(e, r);
         return;
     }

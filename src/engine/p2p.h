@@ -70,8 +70,17 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o);
 /** Progress of a request in SEND_PUT, RECV_GET or RECV_PUT. */
 void rndv_rdma_progress(quay_engine *e, quay_req *r);
-/** Sender: a PUT's FIN into o. */
+/** Sender: a PUT's FIN into o; due (QUAY_REQ_SENDS) once every
+ *  fragment is written (an SC replaces it after an RTR's writes). */
 void rndv_emit_fin(quay_req *r, qout *o);
+static inline int rndv_fin_due(const quay_req *r)
+{
+    return (r->owe & REQ_OWES_FIN) != 0;
+}
+/** The op_done of a request's FIN (packets.h: on_sent). */
+int rndv_fin_sent(quay_engine *e, quay_req *r, int status);
+/** The op_done of an RDMA rendezvous fragment: its pipeline slot frees. */
+int rndv_rdma_on_done(quay_engine *e, quay_req *r, int status);
 /* The handlers of the packet types these protocols own (packets.h). */
 int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                 size_t plen);
@@ -97,8 +106,29 @@ void send_go(quay_engine *e, quay_req *r);
 /** Receiver: r's next CTS into o. Sender: r's next DATA fragment. */
 void rndv_emit_cts(quay_req *r, qout *o);
 void rndv_emit_data(quay_req *r, qout *o);
-/** Sender: r's CANCEL_REQ into o. */
+/* Their lines in QUAY_REQ_SENDS: a grant to give, fragments granted. */
+static inline int rndv_cts_due(const quay_req *r)
+{
+    return (r->owe & REQ_OWES_CTS) != 0;
+}
+static inline int rndv_data_due(const quay_req *r)
+{
+    return r->state == QUAY_RS_SEND_DATA && r->rv.next_frag < r->rv.grant;
+}
+/** Their op_dones (packets.h: on_sent). */
+int rndv_cts_sent(quay_engine *e, quay_req *r, int status);
+int rndv_data_sent(quay_engine *e, quay_req *r, int status);
+/** Sender: r's CANCEL_REQ into o; due (QUAY_REQ_SENDS) once asked for,
+ *  under the number quay_cancel took. */
 void cancel_emit_req(quay_req *r, qout *o);
+static inline int cancel_req_due(const quay_req *r)
+{
+    return (r->flags & RF_CANCEL_WANTED) != 0;
+}
+static inline int64_t cancel_req_number(const quay_req *r)
+{
+    return r->cancel_seq;
+}
 int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *payload,
                 size_t plen);
 int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,

@@ -7,13 +7,15 @@
  * calls the decoder; engine.c dispatches every decoded packet through
  * it, seq.c every sequenced one in its turn; the saved context's checks
  * (out_snap.c, peer_snap.c, match_snap.c) read its properties instead of
- * listing types. A packet type is its value in quay_trace.h, its line
- * here and its protocol's file pair, which owns its fields' offsets, its
- * codec, its emitter and its handler (docs/architecture.md, "What a
- * change touches").
+ * listing types. out.c builds what requests send from QUAY_REQ_SENDS
+ * (below). A packet type is its value in quay_trace.h, its line here (and
+ * in QUAY_REQ_SENDS if a request sends it) and its protocol's file pair,
+ * which owns its fields' offsets, its codec, its emitter and its
+ * handlers (docs/architecture.md, "What a change touches").
  */
 #include "engine/internal.h" /* (outside the guard: internal.h includes this
-                                 file after the engine's struct) */
+                                 file after the engine's struct, before
+                                 request.h, which needs the owe bits) */
 
 #ifndef QUAY_ENGINE_PACKETS_H
 #define QUAY_ENGINE_PACKETS_H
@@ -62,6 +64,10 @@ typedef int pkt_on_packet_fn(quay_engine *e, int32_t peer, const wire_hdr *h,
  * in or read into: 0, QUAY_EAGAIN (it waits: nothing changed) or
  * QUAY_ESTATE. */
 typedef int pkt_on_turn_fn(quay_engine *e, int32_t peer, const umsg *m);
+/* r's packet of this type is over (quay_on_op_done; status < 0: its
+ * transmission failed): what the protocol notes on success; returns the
+ * status that stands (a failure that lost nothing may become 0). */
+typedef int pkt_on_sent_fn(quay_engine *e, quay_req *r, int status);
 
 typedef struct pkt_type {
     const char *name;             /* quay_pkt_name; NULL: not a type */
@@ -72,51 +78,98 @@ typedef struct pkt_type {
     pkt_encode_fn *encode;
     pkt_on_packet_fn *on_packet;  /* engine_recv: every type has one */
     pkt_on_turn_fn *on_turn;      /* sequenced, not PK_MATCH: in its turn */
+    pkt_on_sent_fn *on_sent;      /* sent by a request: its op_done */
 } pkt_type;
 
 /*
  * The registry: X(type, name, props, hlen, flags, decode, encode,
- * on_packet, on_turn). The decoder and encoder (declared below) and the
- * handlers (declared in the protocol's header: p2p.h, eager.h, rtr.h;
- * seq_on_packet in msg.h) live in the protocol's file, with the named
- * offsets of its fields; NULL where a type has no handler of that kind.
+ * on_packet, on_turn, on_sent). The decoder and encoder (declared below)
+ * and the handlers (declared in the protocol's header: p2p.h, eager.h,
+ * rtr.h, arbitrate.h; seq_on_packet in seq.h) live in the protocol's
+ * file, with the named offsets of its fields; NULL where a type has no
+ * handler of that kind.
  */
 #define QUAY_PACKETS(X)                                                                       \
     X(QUAY_PKT_EAGER, "EAGER", PK_SEQ | PK_MATCH | PK_SRC | PK_PAYLOAD | PK_TRAIN,           \
-      WIRE_ENV_LEN, WIRE_ENV_FLAGS, eager_decode, env_encode_hdr, seq_on_packet, NULL)        \
+      WIRE_ENV_LEN, WIRE_ENV_FLAGS, eager_decode, env_encode_hdr, seq_on_packet, NULL,        \
+      eager_on_sent)                                                                          \
     X(QUAY_PKT_RTS, "RTS", PK_SEQ | PK_MATCH | PK_SRC | PK_KEY_EXT, WIRE_ENV_LEN,            \
-      WIRE_RTS_FLAGS, rts_decode, env_encode_hdr, seq_on_packet, NULL)                        \
+      WIRE_RTS_FLAGS, rts_decode, env_encode_hdr, seq_on_packet, NULL, NULL)                  \
     X(QUAY_PKT_CTS, "CTS", PK_KEY_EXT, WIRE_CTS_LEN, WIRE_F_KEY, cts_decode, cts_encode,     \
-      rndv_on_cts, NULL)                                                                      \
+      rndv_on_cts, NULL, rndv_cts_sent)                                                       \
     X(QUAY_PKT_DATA, "DATA", PK_PAYLOAD, WIRE_DATA_LEN, 0, data_decode, data_encode,         \
-      rndv_on_data, NULL)                                                                     \
+      rndv_on_data, NULL, rndv_data_sent)                                                     \
     X(QUAY_PKT_ACK, "ACK", PK_CTRL, WIRE_ACK_LEN, 0, ack_decode, ack_encode, eager_on_ack,   \
-      NULL)                                                                                   \
+      NULL, NULL)                                                                             \
     X(QUAY_PKT_CANCEL_REQ, "CANCEL_REQ", PK_SEQ, WIRE_CANCEL_REQ_LEN, 0, cancel_req_decode,  \
-      cancel_req_encode, seq_on_packet, cancel_on_req)                                        \
+      cancel_req_encode, seq_on_packet, cancel_on_req, NULL)                                  \
     X(QUAY_PKT_CANCEL_REP, "CANCEL_REP", PK_CTRL | PK_CTRL_FLAGS, WIRE_CANCEL_REP_LEN,       \
-      WIRE_F_FOR_RECV, cancel_rep_decode, cancel_rep_encode, cancel_on_rep, NULL)             \
+      WIRE_F_FOR_RECV, cancel_rep_decode, cancel_rep_encode, cancel_on_rep, NULL, NULL)       \
     X(QUAY_PKT_FIN, "FIN", PK_CTRL, WIRE_FIN_LEN, WIRE_F_TO_RECV, fin_decode, fin_encode,    \
-      rndv_on_fin, NULL)                                                                      \
+      rndv_on_fin, NULL, rndv_fin_sent)                                                       \
     X(QUAY_PKT_RTR, "RTR", PK_SEQ | PK_SRC | PK_KEY, WIRE_RTR_LEN,                           \
-      WIRE_F_REVOKE | WIRE_F_CANCEL, rtr_decode, rtr_encode, seq_on_packet, rtr_on_rtr)       \
+      WIRE_F_REVOKE | WIRE_F_CANCEL, rtr_decode, rtr_encode, seq_on_packet, rtr_on_rtr,       \
+      NULL)                                                                                   \
     X(QUAY_PKT_SC, "SC", PK_SEQ | PK_SRC, WIRE_SC_LEN, 0, sc_decode, sc_encode,              \
-      seq_on_packet, rtr_on_sc)                                                               \
+      seq_on_packet, rtr_on_sc, NULL)                                                         \
     X(QUAY_PKT_ENA_ANY, "ENA_ANY", PK_SEQ | PK_SRC, WIRE_ANY_LEN, 0, any_decode, any_encode, \
-      seq_on_packet, arb_on_ena)                                                              \
+      seq_on_packet, arb_on_ena, NULL)                                                        \
     X(QUAY_PKT_ANY_FLAG, "ANY_FLAG", PK_SEQ | PK_SRC, WIRE_ANY_LEN, 0, any_decode,           \
-      any_encode, seq_on_packet, arb_on_flag)                                                 \
+      any_encode, seq_on_packet, arb_on_flag, NULL)                                           \
     X(QUAY_PKT_RTR_ANY, "RTR_ANY", PK_SEQ | PK_SRC | PK_KEY, WIRE_ANY_LEN, 0, any_decode,    \
-      any_encode, seq_on_packet, arb_on_rtr_any)                                              \
+      any_encode, seq_on_packet, arb_on_rtr_any, NULL)                                        \
     X(QUAY_PKT_DISABLE_ANY, "DISABLE_ANY", PK_SEQ | PK_SRC, WIRE_ANY_LEN, WIRE_F_DROP,       \
-      any_decode, any_encode, seq_on_packet, arb_on_disable)
+      any_decode, any_encode, seq_on_packet, arb_on_disable, NULL)
 
 /* Every decoder's and encoder's prototype (a shared one repeats). */
-#define PKT_DECLARE(type, name, props, hlen, flags, decode, encode, on_packet, on_turn)       \
+#define PKT_DECLARE(type, name, props, hlen, flags, decode, encode, on_packet, on_turn,       \
+                    on_sent)                                                                  \
     pkt_decode_fn decode;                                                                     \
     pkt_encode_fn encode;
 QUAY_PACKETS(PKT_DECLARE)
 #undef PKT_DECLARE
+
+
+/*
+ * What a request sends, first due first: X(name, due, number, emit). One
+ * line per packet a request builds from its own state (control replies
+ * wait in the control ring instead: PK_CTRL). due(r): r has that packet
+ * to send now (out.c emits the first due line's, and keeps r on the txq
+ * while any line is due); number(r): the sequence number it will carry,
+ * or -1 (pkt_unnumbered): with RTRs a numbered packet goes only in its
+ * turn; emit(r, o): builds it into o (type, number, header, payload) and
+ * notes on r that it left. Each lives in the protocol's file pair, as its
+ * codec does; the type's on_sent (above) takes its op_done.
+ */
+#define QUAY_REQ_SENDS(X)                                                                     \
+    X(ANY_FLAG, arb_flag_due, arb_flag_number, arb_emit_flag)                                 \
+    X(ENVELOPE, env_due, env_number, env_emit)                                                \
+    X(CTS, rndv_cts_due, pkt_unnumbered, rndv_emit_cts)                                       \
+    X(SC, rtr_sc_due, rtr_sc_number, rtr_emit_sc)                                             \
+    X(FIN, rndv_fin_due, pkt_unnumbered, rndv_emit_fin)                                       \
+    X(CANCEL_REQ, cancel_req_due, cancel_req_number, cancel_emit_req)                         \
+    X(DATA, rndv_data_due, pkt_unnumbered, rndv_emit_data)
+
+/* One bit per line, REQ_OWES_<name>, for r->owe: a protocol that owes a
+ * packet sets its bit, its due reads it and its emitter clears it (a line
+ * may instead be due by state the request has anyway: the envelope until
+ * it is sent, DATA while fragments are granted). */
+#define REQ_SEND_INDEX(name, due, number, emit) REQ_SEND_##name,
+enum { QUAY_REQ_SENDS(REQ_SEND_INDEX) REQ_SEND_LINES };
+#undef REQ_SEND_INDEX
+#define REQ_SEND_BIT(name, due, number, emit) REQ_OWES_##name = 1u << REQ_SEND_##name,
+enum { QUAY_REQ_SENDS(REQ_SEND_BIT) };
+#undef REQ_SEND_BIT
+#define REQ_OWES_ALL ((1u << REQ_SEND_LINES) - 1u)
+_Static_assert(REQ_SEND_LINES <= 32, "a request's owe bits are 32");
+
+/* A request's number for a packet that carries none (its line in
+ * QUAY_REQ_SENDS). */
+static inline int64_t pkt_unnumbered(const quay_req *r)
+{
+    (void)r;
+    return -1;
+}
 
 /* Types are small numbers (the table is indexed by them). */
 #define PKT_TYPES 32

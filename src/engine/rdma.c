@@ -20,8 +20,8 @@
  */
 #include "engine/internal.h"
 
-#define ATOMIC_OPERAND(r) ((r)->accepted)
-#define ATOMIC_COMPARE(r) ((r)->received)
+#define ATOMIC_OPERAND(r) ((r)->os.operand)
+#define ATOMIC_COMPARE(r) ((r)->os.compare)
 #define ATOMIC_OP(r) ((uint32_t)(r)->tag)
 
 static int rdma_post(quay_engine *e, int32_t peer, void *local, size_t len, uint64_t key,
@@ -48,8 +48,8 @@ static int rdma_post(quay_engine *e, int32_t peer, void *local, size_t len, uint
     r->mode = (uint8_t)mode;
     r->u.rbuf = local;
     r->len = len;
-    r->rkey = key;
-    r->roff = offset;
+    r->os.rkey = key;
+    r->os.roff = offset;
     r->status.source = peer;
     req_set_state(e, r, QUAY_RS_RDMA);
     *preq = r;
@@ -68,13 +68,13 @@ static void rdma_go(quay_engine *e, quay_req *r)
     int rc;
     if (r->mode == RDMA_ATOMIC) {
         uint64_t old = 0;
-        rc = quay_mem_atomic(e, e->rank, r->rkey, r->roff, ATOMIC_OP(r), ATOMIC_OPERAND(r),
+        rc = quay_mem_atomic(e, e->rank, r->os.rkey, r->os.roff, ATOMIC_OP(r), ATOMIC_OPERAND(r),
                              ATOMIC_COMPARE(r), &old);
         if (rc == 0)
             memcpy(local, &old, sizeof old);
     } else {
         int put = r->mode == RDMA_PUT;
-        rc = quay_mem_resolve(e, e->rank, r->rkey, r->roff, len,
+        rc = quay_mem_resolve(e, e->rank, r->os.rkey, r->os.roff, len,
                               put ? QUAY_MEM_WRITE : QUAY_MEM_READ, &addr);
         if (rc == 0 && len != 0) {
             if (put)
@@ -158,9 +158,17 @@ void rdma_emit(quay_req *r, qout *o)
     o->hdr_len = 0;
     o->payload = r->u.rbuf;
     o->payload_len = r->len;
-    o->rkey = r->rkey;
-    o->roff = r->roff;
+    o->rkey = r->os.rkey;
+    o->roff = r->os.roff;
     r->flags |= RF_ENV_SENT;
+}
+
+int rdma_on_done(quay_engine *e, quay_req *r, int status)
+{
+    (void)e;
+    if (status >= 0)
+        r->flags |= RF_WIRE_DONE;
+    return status;
 }
 
 void rdma_fill(quay_engine *e, qout *o, quay_action *a)

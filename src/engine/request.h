@@ -22,7 +22,9 @@ enum {
     RK_COLL = 4  /* a collective call's request (src/collectives) */
 };
 
-/* Request flags. */
+/* Request flags. The packets a request owes are its owe bits instead
+ * (REQ_OWES_*, packets.h), but for CANCEL_WANTED, which the eager paths
+ * read with the other flags. */
 enum {
     RF_USER_FREED = 1u << 0,   /* quay_req_free before completion */
     RF_ON_TXQ = 1u << 1,       /* on e->txq: has packets to emit */
@@ -34,34 +36,32 @@ enum {
     RF_CANCEL_WANTED = 1u << 7,/* send: CANCEL_REQ to emit */
     RF_CANCEL_PENDING = 1u << 8,/* send: verdict not yet received */
     RF_CANCELLED = 1u << 9,    /* send: receiver agreed to cancel */
-    RF_NEED_CTS = 1u << 10,    /* recv rndv: a (new) grant to emit */
-    RF_CTS_SEEN = 1u << 11,    /* send rndv: first CTS processed */
-    RF_INTERNAL = 1u << 12,    /* engine-owned (buffered send carrier) */
-    RF_RNDV = 1u << 13,        /* send: uses rendezvous */
-    RF_FAILED = 1u << 14,      /* transport reported failure of an action */
-    RF_GET_OFFER = 1u << 15,   /* send rndv: RTS carries our key (lkey) */
-    RF_PUT_OFFER = 1u << 16,   /* send rndv: RTS says we can write to a key */
-    RF_NEED_FIN = 1u << 17,    /* send PUT: FIN to emit (all data written) */
-    RF_FIN_OWED = 1u << 18,    /* recv GET: holds a control slot for its FIN */
-    RF_FIN_SEEN = 1u << 19,    /* FIN received (send GET, recv PUT) */
-    RF_ON_RDMAQ = 1u << 20,    /* on e->rdmaq: RDMA actions to issue */
-    RF_FIN_SENT = 1u << 21,    /* send PUT: FIN emitted */
-    RF_RTR_SENT = 1u << 22,    /* recv RTR: the RTR went out (the sender may
+    RF_CTS_SEEN = 1u << 10,    /* send rndv: first CTS processed */
+    RF_INTERNAL = 1u << 11,    /* engine-owned (buffered send carrier) */
+    RF_RNDV = 1u << 12,        /* send: uses rendezvous */
+    RF_FAILED = 1u << 13,      /* transport reported failure of an action */
+    RF_GET_OFFER = 1u << 14,   /* send rndv: RTS carries our key (lkey) */
+    RF_PUT_OFFER = 1u << 15,   /* send rndv: RTS says we can write to a key */
+    RF_FIN_OWED = 1u << 16,    /* recv GET: holds a control slot for its FIN */
+    RF_FIN_SEEN = 1u << 17,    /* FIN received (send GET, recv PUT) */
+    RF_ON_RDMAQ = 1u << 18,    /* on e->rdmaq: RDMA actions to issue */
+    RF_FIN_SENT = 1u << 19,    /* send PUT: FIN emitted */
+    RF_RTR_SENT = 1u << 20,    /* recv RTR: the RTR went out (the sender may
                                   hold it: a revoke or cancel must follow) */
-    RF_RTR_TAKEN = 1u << 23,   /* recv RTR: a cancel's verdict says the sender
+    RF_RTR_TAKEN = 1u << 21,   /* recv RTR: a cancel's verdict says the sender
                                   took the RTR: its SC is on its way */
-    RF_ANY_CLAIMED = 1u << 24, /* recv ANY: matched by r->peer's flag for its
+    RF_ANY_CLAIMED = 1u << 22, /* recv ANY: matched by r->peer's flag for its
                                   send r->sreq (not posted any more): RTR_ANY
                                   given, awaiting the data and SC */
-    RF_ANY_CANCEL = 1u << 25,  /* send ANY: cancelled while its flag is out:
+    RF_ANY_CANCEL = 1u << 23,  /* send ANY: cancelled while its flag is out:
                                   cancelled if declined, fails if claimed */
-    RF_COLL = 1u << 26,        /* engine-owned step of a collective schedule:
+    RF_COLL = 1u << 24,        /* engine-owned step of a collective schedule:
                                   completion goes to coll_hooks.on_req_done, then it is
                                   released (src/collectives/sched.c) */
-    RF_PERSIST = 1u << 27,     /* persistent (quay_send_init / recv_init):
+    RF_PERSIST = 1u << 25,     /* persistent (quay_send_init / recv_init):
                                   DONE means inactive; quay_start renews it */
 };
-#define RF_ALL_FLAGS ((1u << 28) - 1u)
+#define RF_ALL_FLAGS ((1u << 26) - 1u)
 
 typedef struct quay_req {
     qlink link;       /* posted bin / wildcard list, or e->txq */
@@ -96,25 +96,40 @@ typedef struct quay_req {
     uint64_t lkey;      /* RDMA rendezvous: our internal region's key, or 0 */
     uint32_t slot;      /* recv ANY: its announcement's slot index + 1;
                            send ANY: the announcement id it flagged */
+    uint32_t owe;       /* REQ_OWES_* (packets.h): packets r must send */
     uint32_t coll_step; /* RF_COLL: its step in the schedule (user) */
     /* Everything an eager message reads is above (three cache lines);
-     * below, rendezvous and one-sided state. */
-    uint64_t accepted;  /* bytes the receiver takes */
-    uint32_t frag;      /* fragment size (receiver's choice) */
-    uint32_t nfrags;
-    uint32_t grant;     /* fragments [0, grant) allowed */
-    uint32_t next_frag; /* send: next to emit */
-    uint32_t frags_done;/* send: op_done count */
-    uint32_t base;      /* recv: first fragment not yet received */
-    uint64_t bitmap;    /* recv: received fragments in [base, base + 64) */
-    uint64_t received;  /* recv: bytes received */
-    uint32_t ncts;      /* recv: CTS emitted; send: every index < ncts seen */
-    uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
-    uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
+     * below, what one protocol keeps, by kind: a reused slot keeps the
+     * last protocol's values, so a protocol sets its part when it starts. */
+    union {
+        struct {                /* rendezvous: sends and receives (RF_RNDV,
+                                   RECV_RNDV and the RDMA states) */
+            uint64_t accepted;  /* bytes the receiver takes */
+            uint32_t frag;      /* fragment size (receiver's choice) */
+            uint32_t nfrags;
+            uint32_t grant;     /* fragments [0, grant) allowed */
+            uint32_t next_frag; /* send: next to emit */
+            uint32_t frags_done;/* send: op_done count */
+            uint32_t base;      /* recv: first fragment not yet received */
+            uint64_t bitmap;    /* recv: received fragments in [base, base + 64) */
+            uint64_t received;  /* recv: bytes received */
+            uint32_t ncts;      /* recv: CTS emitted; send: every index < ncts seen */
+            uint32_t cts_total; /* send: index of the final CTS (grant == nfrags) */
+            uint64_t cts_bits;  /* send: CTS indices seen in [ncts, ncts + 64) */
+            uint64_t rkey;      /* RDMA rendezvous: the peer's key */
+        } rv;
+        struct {                /* one-sided (RK_RDMA) */
+            uint64_t rkey;      /* the peer's region */
+            uint64_t roff;      /* offset in it */
+            uint64_t operand;   /* atomic: the operand */
+            uint64_t compare;   /* atomic: compare-and-swap's comparand */
+        } os;
+    };
     void *bsend_block;  /* internal buffered-send carrier: its block */
-    uint64_t rkey;      /* one-sided, RDMA rendezvous: the peer's key */
-    uint64_t roff;      /* one-sided: offset in the peer's region */
 } quay_req;
+/* A power of two: a request pointer's check (pool_slot) is one AND. */
+_Static_assert((sizeof(quay_req) & (sizeof(quay_req) - 1)) == 0,
+               "quay_req's size is a power of two");
 
 static inline void req_set_state(quay_engine *e, quay_req *r, int to)
 {
@@ -137,6 +152,7 @@ static QUAY_ALWAYS_INLINE void req_renew_to_post(quay_engine *e, quay_req *r)
     r->lkey = 0;
     r->slot = 0;  /* a flagged send's announcement id would make a later
                      receive look arbitrated (the snapshot refuses it) */
+    r->owe = 0;
     r->status.source = 0; /* field by field: memset here became rep stos */
     r->status.tag = 0;
     r->status.error = 0;

@@ -100,10 +100,20 @@ static int req_rdma_ok(const snap *s, const quay_req *r)
     if (r->state == QUAY_RS_RDMA && !(r->flags & RF_ON_RDMAQ))
         return 0; /* stable: an unissued action waits on the queue */
     if (rdma_state &&
-        (r->accepted > r->len || r->next_frag > r->nfrags || r->frags_done > r->next_frag ||
-         (r->nfrags != 0 && (r->frag == 0 || (uint64_t)r->frag * r->nfrags < r->accepted))))
+        (r->rv.accepted > r->len || r->rv.next_frag > r->rv.nfrags || r->rv.frags_done > r->rv.next_frag ||
+         (r->rv.nfrags != 0 && (r->rv.frag == 0 || (uint64_t)r->rv.frag * r->rv.nfrags < r->rv.accepted))))
         return 0;
     return 1;
+}
+
+/* The packets r owes are its kind's: a grant for a receive, a FIN or SC
+ * for a send. */
+static int req_owe_ok(const quay_req *r)
+{
+    uint32_t mine = r->kind == RK_RECV   ? (uint32_t)REQ_OWES_CTS
+                    : r->kind == RK_SEND ? (uint32_t)(REQ_OWES_FIN | REQ_OWES_SC)
+                                         : 0u;
+    return (r->owe & ~mine) == 0;
 }
 
 static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t boff)
@@ -113,7 +123,7 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
          !(r->kind == RK_COLL && r->state == QUAY_RS_DONE)) ||
         (r->flags & RF_COLL) || !req_state_ok(r) ||
         r->mode > QUAY_SEND_BUFFERED || r->saved_state >= QUAY_RS_COUNT_ ||
-        (r->flags & ~RF_ALL_FLAGS) || r->peer < -1 || r->peer >= e->nranks ||
+        (r->flags & ~RF_ALL_FLAGS) || !req_owe_ok(r) || r->peer < -1 || r->peer >= e->nranks ||
         r->stamp > s->saved_stamp)
         return 0;
     /* Persistent: the user's point-to-point requests only. */
@@ -144,13 +154,13 @@ static int req_fields_ok(const snap *s, const quay_req *r, uint32_t ci, uint32_t
     int sending = r->state == QUAY_RS_SEND_DATA ||
                   (r->state == QUAY_RS_SEND_CANCEL && r->saved_state == QUAY_RS_SEND_DATA);
     if ((sending || r->state == QUAY_RS_RECV_RNDV) &&
-        (r->accepted > r->len || r->grant > r->nfrags ||
-         (r->nfrags != 0 && (r->frag == 0 || (uint64_t)r->frag * r->nfrags < r->accepted))))
+        (r->rv.accepted > r->len || r->rv.grant > r->rv.nfrags ||
+         (r->rv.nfrags != 0 && (r->rv.frag == 0 || (uint64_t)r->rv.frag * r->rv.nfrags < r->rv.accepted))))
         return 0;
-    if (sending && (r->next_frag > r->nfrags || r->frags_done > r->nfrags ||
-                    r->cts_total > (r->nfrags != 0 ? r->nfrags : 1u)))
+    if (sending && (r->rv.next_frag > r->rv.nfrags || r->rv.frags_done > r->rv.nfrags ||
+                    r->rv.cts_total > (r->rv.nfrags != 0 ? r->rv.nfrags : 1u)))
         return 0;
-    if (r->state == QUAY_RS_RECV_RNDV && (r->received > r->accepted || r->base > r->nfrags))
+    if (r->state == QUAY_RS_RECV_RNDV && (r->rv.received > r->rv.accepted || r->rv.base > r->rv.nfrags))
         return 0;
     if (!req_rdma_ok(s, r))
         return 0;
@@ -170,6 +180,7 @@ static void sx_req(snap *s, quay_req *r, uint32_t *ci, uint32_t *boff)
     sx_u8(s, &r->mode);
     sx_u8(s, &r->saved_state);
     sx_u32(s, &r->flags);
+    sx_u32(s, &r->owe);
     sx_u32(s, &r->nout);
     sx_u32(s, ci);
     sx_i32(s, &r->rank);
@@ -190,20 +201,26 @@ static void sx_req(snap *s, quay_req *r, uint32_t *ci, uint32_t *boff)
     sx_u32(s, &r->rreq);
     sx_u32(s, &r->sreq);
     sx_u64(s, &r->msg_len);
-    sx_u64(s, &r->accepted);
-    sx_u32(s, &r->frag);
-    sx_u32(s, &r->nfrags);
-    sx_u32(s, &r->grant);
-    sx_u32(s, &r->next_frag);
-    sx_u32(s, &r->frags_done);
-    sx_u32(s, &r->base);
-    sx_u64(s, &r->bitmap);
-    sx_u64(s, &r->received);
-    sx_u32(s, &r->ncts);
-    sx_u64(s, &r->cts_bits);
-    sx_u32(s, &r->cts_total);
-    sx_u64(s, &r->rkey);
-    sx_u64(s, &r->roff);
+    if (r->kind == RK_RDMA) {
+        sx_u64(s, &r->os.rkey);
+        sx_u64(s, &r->os.roff);
+        sx_u64(s, &r->os.operand);
+        sx_u64(s, &r->os.compare);
+    } else {
+        sx_u64(s, &r->rv.accepted);
+        sx_u32(s, &r->rv.frag);
+        sx_u32(s, &r->rv.nfrags);
+        sx_u32(s, &r->rv.grant);
+        sx_u32(s, &r->rv.next_frag);
+        sx_u32(s, &r->rv.frags_done);
+        sx_u32(s, &r->rv.base);
+        sx_u64(s, &r->rv.bitmap);
+        sx_u64(s, &r->rv.received);
+        sx_u32(s, &r->rv.ncts);
+        sx_u64(s, &r->rv.cts_bits);
+        sx_u32(s, &r->rv.cts_total);
+        sx_u64(s, &r->rv.rkey);
+    }
     sx_u64(s, &r->lkey);
     sx_u32(s, &r->slot);
     sx_u32(s, boff);

@@ -102,25 +102,41 @@ void rndv_emit_cts(quay_req *r, qout *o)
     h.type = QUAY_PKT_CTS;
     h.sreq = r->sreq;
     h.rreq = r->id;
-    h.grant = r->grant;
-    h.frag = r->frag;
-    h.index = ++r->ncts;
-    h.len = r->accepted;
+    h.grant = r->rv.grant;
+    h.frag = r->rv.frag;
+    h.index = ++r->rv.ncts;
+    h.len = r->rv.accepted;
     if (r->state == QUAY_RS_RECV_PUT) {
         h.flags = WIRE_F_KEY;
         h.key = r->lkey;
     }
-    r->flags &= ~(uint32_t)RF_NEED_CTS;
+    r->owe &= ~(uint32_t)REQ_OWES_CTS;
     out_encode(o, &h);
+}
+
+/* A CTS whose transmission failed after every byte it asked for has
+ * arrived changed nothing: the receive is complete and intact. */
+int rndv_cts_sent(quay_engine *e, quay_req *r, int status)
+{
+    (void)e;
+    return status < 0 && r->kind == RK_RECV && r->rv.received == r->rv.accepted ? 0 : status;
+}
+
+int rndv_data_sent(quay_engine *e, quay_req *r, int status)
+{
+    (void)e;
+    if (status >= 0)
+        r->rv.frags_done++;
+    return status;
 }
 
 /* The sender's next fragment: DATA at next_frag * frag. */
 void rndv_emit_data(quay_req *r, qout *o)
 {
-    uint64_t off = (uint64_t)r->next_frag * r->frag;
-    uint64_t n = r->accepted - off;
-    if (n > r->frag)
-        n = r->frag;
+    uint64_t off = (uint64_t)r->rv.next_frag * r->rv.frag;
+    uint64_t n = r->rv.accepted - off;
+    if (n > r->rv.frag)
+        n = r->rv.frag;
     wire_hdr h;
     memset(&h, 0, sizeof h);
     h.type = QUAY_PKT_DATA;
@@ -128,7 +144,7 @@ void rndv_emit_data(quay_req *r, qout *o)
     h.offset = off;
     o->payload = r->u.sbuf + off;
     o->payload_len = (size_t)n;
-    r->next_frag++;
+    r->rv.next_frag++;
     out_encode(o, &h);
 }
 
@@ -151,18 +167,18 @@ void rndv_recv_matched(quay_engine *e, quay_req *r, const umsg *env)
         accepted = r->len;
         r->status.error = QUAY_ETRUNCATE;
     }
-    r->accepted = accepted;
+    r->rv.accepted = accepted;
     if (rndv_rdma_matched(e, r, env))
         return; /* the data moves by RDMA (rndv_rdma.c) */
     e->st.rndv_copy++;
-    r->nfrags = rndv_split(accepted, e->cfg.frag_size, &r->frag);
-    r->grant = r->nfrags < e->cfg.pipeline_depth ? r->nfrags : e->cfg.pipeline_depth;
-    r->base = 0;
-    r->bitmap = 0;
-    r->received = 0;
-    r->ncts = 0;
+    r->rv.nfrags = rndv_split(accepted, e->cfg.frag_size, &r->rv.frag);
+    r->rv.grant = r->rv.nfrags < e->cfg.pipeline_depth ? r->rv.nfrags : e->cfg.pipeline_depth;
+    r->rv.base = 0;
+    r->rv.bitmap = 0;
+    r->rv.received = 0;
+    r->rv.ncts = 0;
     r->status.count = accepted;
-    r->flags |= RF_NEED_CTS;
+    r->owe |= REQ_OWES_CTS;
     req_set_state(e, r, QUAY_RS_RECV_RNDV);
     txq_add(e, r);
 }
@@ -203,45 +219,45 @@ int rndv_on_cts(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *
         if (nf > UINT32_MAX || (h->grant == 0 && nf != 0))
             return QUAY_ESTATE;
     } else {
-        if (h->rreq != r->rreq || h->len != r->accepted || h->frag != r->frag)
+        if (h->rreq != r->rreq || h->len != r->rv.accepted || h->frag != r->rv.frag)
             return QUAY_ESTATE;
-        nf = r->nfrags;
+        nf = r->rv.nfrags;
     }
     /* Validate everything before changing anything (the first CTS's
      * index window starts at 1). */
-    uint64_t bit = first ? cts_bit(1, 0, h->index) : cts_bit(r->ncts, r->cts_bits, h->index);
+    uint64_t bit = first ? cts_bit(1, 0, h->index) : cts_bit(r->rv.ncts, r->rv.cts_bits, h->index);
     int final = h->grant == nf;
     /* A receiver sends a CTS only to raise its grant (one, granting
      * nothing, when it accepts no bytes): at most max(nf, 1) of them. A
      * higher index is forged. */
     if (h->grant > nf || h->index > (nf != 0 ? nf : 1) || bit == 0 ||
-        (r->cts_total != 0 && (final || h->index > r->cts_total)))
+        (r->rv.cts_total != 0 && (final || h->index > r->rv.cts_total)))
         return QUAY_ESTATE;
 
     if (first) {
-        r->ncts = 1;
-        r->cts_bits = 0;
+        r->rv.ncts = 1;
+        r->rv.cts_bits = 0;
         r->rreq = h->rreq;
-        r->accepted = h->len;
-        r->frag = h->frag;
-        r->nfrags = (uint32_t)nf;
-        r->grant = h->grant;
+        r->rv.accepted = h->len;
+        r->rv.frag = h->frag;
+        r->rv.nfrags = (uint32_t)nf;
+        r->rv.grant = h->grant;
         r->flags |= RF_CTS_SEEN;
         /* A CTS proves the match: a pending cancel can only fail now. */
         req_set_state(e, r, QUAY_RS_SEND_DATA);
         if (r->lkey != 0)
             rndv_rdma_release(e, r); /* the receiver declined to read */
-    } else if (h->grant > r->grant) {
-        r->grant = h->grant; /* else a straggler, superseded by a later grant */
+    } else if (h->grant > r->rv.grant) {
+        r->rv.grant = h->grant; /* else a straggler, superseded by a later grant */
     }
     if (final)
-        r->cts_total = h->index;
-    r->cts_bits |= bit;
-    while (r->cts_bits & 1u) {
-        r->cts_bits >>= 1;
-        r->ncts++;
+        r->rv.cts_total = h->index;
+    r->rv.cts_bits |= bit;
+    while (r->rv.cts_bits & 1u) {
+        r->rv.cts_bits >>= 1;
+        r->rv.ncts++;
     }
-    if (r->next_frag < r->grant)
+    if (r->rv.next_frag < r->rv.grant)
         txq_add(e, r);
     else
         req_progress(e, r);
@@ -255,34 +271,34 @@ int rndv_on_data(quay_engine *e, int32_t peer, const wire_hdr *h,
     if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_RNDV ||
         r->peer != peer)
         return QUAY_ESTATE;
-    if (h->offset % r->frag != 0)
+    if (h->offset % r->rv.frag != 0)
         return QUAY_ESTATE;
-    uint64_t k = h->offset / r->frag;
-    if (k < r->base || k >= r->grant)
+    uint64_t k = h->offset / r->rv.frag;
+    if (k < r->rv.base || k >= r->rv.grant)
         return QUAY_ESTATE;
-    uint64_t bit = 1ull << (k - r->base);
-    if (r->bitmap & bit)
+    uint64_t bit = 1ull << (k - r->rv.base);
+    if (r->rv.bitmap & bit)
         return QUAY_ESTATE; /* duplicate fragment */
-    uint64_t want = r->accepted - h->offset;
-    if (want > r->frag)
-        want = r->frag;
+    uint64_t want = r->rv.accepted - h->offset;
+    if (want > r->rv.frag)
+        want = r->rv.frag;
     if (plen != want)
         return QUAY_ESTATE;
     memcpy(r->u.rbuf + h->offset, payload, plen);
-    r->received += plen;
-    r->bitmap |= bit;
-    while (r->bitmap & 1u) {
-        r->bitmap >>= 1;
-        r->base++;
+    r->rv.received += plen;
+    r->rv.bitmap |= bit;
+    while (r->rv.bitmap & 1u) {
+        r->rv.bitmap >>= 1;
+        r->rv.base++;
     }
     uint32_t depth = e->cfg.pipeline_depth;
-    uint64_t ng = (uint64_t)r->base + depth;
-    if (ng > r->nfrags)
-        ng = r->nfrags;
+    uint64_t ng = (uint64_t)r->rv.base + depth;
+    if (ng > r->rv.nfrags)
+        ng = r->rv.nfrags;
     uint32_t batch = depth / 2 ? depth / 2 : 1;
-    if (ng > r->grant && (ng - r->grant >= batch || ng == r->nfrags)) {
-        r->grant = (uint32_t)ng;
-        r->flags |= RF_NEED_CTS;
+    if (ng > r->rv.grant && (ng - r->rv.grant >= batch || ng == r->rv.nfrags)) {
+        r->rv.grant = (uint32_t)ng;
+        r->owe |= REQ_OWES_CTS;
         txq_add(e, r);
     }
     req_progress(e, r);

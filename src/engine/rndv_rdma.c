@@ -63,9 +63,27 @@ void rndv_emit_fin(quay_req *r, qout *o)
     h.sreq = r->id;
     h.rreq = r->rreq;
     h.status = rndv_fin_status(r->status.error);
-    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->owe &= ~(uint32_t)REQ_OWES_FIN;
     r->flags |= RF_FIN_SENT;
     out_encode(o, &h);
+}
+
+int rndv_fin_sent(quay_engine *e, quay_req *r, int status)
+{
+    (void)e;
+    if (status >= 0)
+        r->flags |= RF_WIRE_DONE;
+    return status;
+}
+
+int rndv_rdma_on_done(quay_engine *e, quay_req *r, int status)
+{
+    if (status >= 0) {
+        r->rv.frags_done++;
+        if (r->rv.next_frag < r->rv.nfrags && !(r->flags & (RF_FAILED | RF_ON_TXQ)))
+            rdmaq_add(e, r);
+    }
+    return status;
 }
 
 /* ---- the protocol --------------------------------------------------------------- */
@@ -114,34 +132,34 @@ int rndv_rdma_matched(quay_engine *e, quay_req *r, const umsg *env)
         return 0;
     int get = (env->flags & UMF_KEY) && (caps & QUAY_CAP_RDMA_GET);
     int put = !get && (env->flags & UMF_PUT_OK) && (caps & QUAY_CAP_RDMA_PUT) &&
-              r->accepted != 0;
+              r->rv.accepted != 0;
     if (get && !ctrl_reserve(e))
         return 0;
-    if (put && mem_register(e, r->u.rbuf, r->accepted, QUAY_MEM_WRITE, 1, env->peer, 0, &r->lkey) != 0)
+    if (put && mem_register(e, r->u.rbuf, r->rv.accepted, QUAY_MEM_WRITE, 1, env->peer, 0, &r->lkey) != 0)
         return 0;
     if (!get && !put)
         return 0;
-    r->nfrags = rndv_split(r->accepted, e->cfg.frag_size, &r->frag);
-    r->grant = r->nfrags;
-    r->next_frag = 0;
-    r->frags_done = 0;
-    r->received = 0;
-    r->base = 0;
-    r->bitmap = 0;
-    r->ncts = 0;
-    r->status.count = r->accepted;
+    r->rv.nfrags = rndv_split(r->rv.accepted, e->cfg.frag_size, &r->rv.frag);
+    r->rv.grant = r->rv.nfrags;
+    r->rv.next_frag = 0;
+    r->rv.frags_done = 0;
+    r->rv.received = 0;
+    r->rv.base = 0;
+    r->rv.bitmap = 0;
+    r->rv.ncts = 0;
+    r->status.count = r->rv.accepted;
     if (put) {
         e->st.rndv_put++;
-        r->flags |= RF_NEED_CTS;
+        r->owe |= REQ_OWES_CTS;
         req_set_state(e, r, QUAY_RS_RECV_PUT);
         txq_add(e, r);
         return 1;
     }
     e->st.rndv_get++;
     r->flags |= RF_FIN_OWED;
-    r->rkey = env->key;
+    r->rv.rkey = env->key;
     req_set_state(e, r, QUAY_RS_RECV_GET);
-    if (r->nfrags == 0)
+    if (r->rv.nfrags == 0)
         req_complete(e, r); /* nothing to read: the FIN goes at once */
     else
         rdmaq_add(e, r);
@@ -155,9 +173,9 @@ int rndv_put_start(quay_engine *e, quay_req *r, const wire_hdr *h)
     if (!(r->flags & RF_PUT_OFFER) || h->len > r->len || h->index != 1 ||
         nf > UINT32_MAX || h->grant != nf)
         return QUAY_ESTATE;
-    r->ncts = 2;
-    r->cts_bits = 0;
-    r->cts_total = 1;
+    r->rv.ncts = 2;
+    r->rv.cts_bits = 0;
+    r->rv.cts_total = 1;
     rndv_write_begin(e, r, QUAY_RS_SEND_PUT, h->rreq, h->key, h->len, h->frag,
                      (uint32_t)nf);
     return 0;
@@ -167,13 +185,13 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
                       uint64_t accepted, uint32_t frag, uint32_t nfrags)
 {
     r->rreq = rreq;
-    r->rkey = key;
-    r->accepted = accepted;
-    r->frag = frag;
-    r->nfrags = nfrags;
-    r->grant = nfrags;
-    r->next_frag = 0;
-    r->frags_done = 0;
+    r->rv.rkey = key;
+    r->rv.accepted = accepted;
+    r->rv.frag = frag;
+    r->rv.nfrags = nfrags;
+    r->rv.grant = nfrags;
+    r->rv.next_frag = 0;
+    r->rv.frags_done = 0;
     r->flags |= RF_CTS_SEEN; /* the match is proven: a cancel fails now */
     req_set_state(e, r, state);
     if (nfrags == 0)
@@ -185,10 +203,10 @@ void rndv_write_begin(quay_engine *e, quay_req *r, int state, uint32_t rreq, uin
 int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o)
 {
     int put = r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE;
-    uint64_t off = (uint64_t)r->next_frag * r->frag;
-    uint64_t n = r->accepted - off;
-    if (n > r->frag)
-        n = r->frag;
+    uint64_t off = (uint64_t)r->rv.next_frag * r->rv.frag;
+    uint64_t n = r->rv.accepted - off;
+    if (n > r->rv.frag)
+        n = r->rv.frag;
     o->peer = r->peer;
     o->req = r;
     r->nout++;
@@ -196,17 +214,17 @@ int rndv_rdma_emit(quay_engine *e, quay_req *r, qout *o)
     o->hdr_len = 0;
     o->payload = (put ? r->u.sbuf : r->u.rbuf) + off;
     o->payload_len = (size_t)n;
-    o->rkey = r->rkey;
+    o->rkey = r->rv.rkey;
     o->roff = off;
-    r->next_frag++;
-    return r->next_frag < r->nfrags && r->next_frag - r->frags_done < e->cfg.pipeline_depth;
+    r->rv.next_frag++;
+    return r->rv.next_frag < r->rv.nfrags && r->rv.next_frag - r->rv.frags_done < e->cfg.pipeline_depth;
 }
 
 void rndv_rdma_progress(quay_engine *e, quay_req *r)
 {
     if (r->state == QUAY_RS_DONE)
         return;
-    if (r->nout == 0 && !(r->flags & RF_FAILED) && r->next_frag < r->nfrags &&
+    if (r->nout == 0 && !(r->flags & RF_FAILED) && r->rv.next_frag < r->rv.nfrags &&
         (r->state == QUAY_RS_SEND_PUT || r->state == QUAY_RS_SEND_WRITE ||
          r->state == QUAY_RS_RECV_GET)) {
         if (!(r->flags & RF_ON_TXQ))
@@ -221,7 +239,7 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
         req_complete(e, r);
         return;
     case QUAY_RS_RECV_PUT:
-        if ((r->flags & RF_FAILED) || ((r->flags & RF_FIN_SEEN) && !(r->flags & RF_NEED_CTS)))
+        if ((r->flags & RF_FAILED) || ((r->flags & RF_FIN_SEEN) && !(r->owe & REQ_OWES_CTS)))
             req_complete(e, r);
         return;
     case QUAY_RS_SEND_PUT:
@@ -231,7 +249,7 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
              * was on its way still waits for its verdict (a refusal). */
             if (!(r->flags & RF_CANCEL_PENDING))
                 req_complete(e, r);
-        } else if (!(r->flags & RF_NEED_FIN)) {
+        } else if (!(r->owe & (REQ_OWES_FIN | REQ_OWES_SC))) {
             if (e->peers[r->peer].failed) {
                 req_complete(e, r);
                 return;
@@ -240,7 +258,7 @@ void rndv_rdma_progress(quay_engine *e, quay_req *r)
                 ql_remove(&r->link);
                 r->flags &= ~(uint32_t)RF_ON_RDMAQ;
             }
-            r->flags |= RF_NEED_FIN;
+            r->owe |= r->state == QUAY_RS_SEND_WRITE ? REQ_OWES_SC : REQ_OWES_FIN;
             txq_add(e, r);
         }
         return;
@@ -259,7 +277,7 @@ int rndv_on_fin(quay_engine *e, int32_t peer, const wire_hdr *h, const uint8_t *
         r = req_by_id(e, h->rreq);
         if (r == NULL || r->kind != RK_RECV || r->state != QUAY_RS_RECV_PUT ||
             r->peer != peer || r->sreq != h->sreq || (r->flags & RF_FIN_SEEN) ||
-            r->ncts == 0) /* its keyed CTS has not even gone out */
+            r->rv.ncts == 0) /* its keyed CTS has not even gone out */
             return QUAY_ESTATE;
     } else {
         r = req_by_id(e, h->sreq);

@@ -142,7 +142,7 @@ void rtr_emit_sc(quay_req *r, qout *o)
     h.len = r->len;
     h.status = rndv_fin_status(r->status.error);
     o->seq = r->seq;
-    r->flags &= ~(uint32_t)RF_NEED_FIN;
+    r->owe &= ~(uint32_t)REQ_OWES_SC;
     r->flags |= RF_FIN_SENT;
     out_encode(o, &h);
 }

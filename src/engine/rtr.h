@@ -83,6 +83,16 @@ int rtr_on_cancel_rep(quay_engine *e, int32_t peer, const wire_hdr *h);
 void rtr_cancel(quay_engine *e, quay_req *r);
 /** Sender: r's SC (after its writes) into o. */
 void rtr_emit_sc(quay_req *r, qout *o);
+/* Its line in QUAY_REQ_SENDS: the FIN of a send that wrote into an RTR's
+ * buffer, under the send's number. */
+static inline int rtr_sc_due(const quay_req *r)
+{
+    return (r->owe & REQ_OWES_SC) != 0;
+}
+static inline int64_t rtr_sc_number(const quay_req *r)
+{
+    return r->seq;
+}
 /** Build the next queued RTR into o; 0 if the item was moot (skipped). */
 int rtrq_emit(quay_engine *e, qout *o);
 
