@@ -46,6 +46,7 @@ static int init_common(const char *fn, int required, int *provided)
         qmpi_die(fn, "could not start: %s (is the program started by quayrun or mpiexec?)",
                  quay_strerror(rc));
     qmpi.e = qrt_engine(qmpi.rt);
+    qmpi.send_copy = (qrt_config_flags(qmpi.rt) & QUAY_CFG_SEND_COPY) != 0;
     qmpi.rank = qrt_rank(qmpi.rt);
     qmpi.size = qrt_size(qmpi.rt);
     qmpi.t0 = qmpi_now();

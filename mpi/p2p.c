@@ -100,6 +100,28 @@ static int post_recv(const char *fn, void *buf, size_t bytes, int source, int ta
     return MPI_SUCCESS;
 }
 
+/* A standard send small enough to be copied into its packet at the call
+ * (quay_send_inline): *sent 1 if it went so (complete, no engine
+ * request), 0 if it must be posted (another mode, too long, the engine is
+ * busy, or `copy` 0: the nonblocking form with QUAY_SEND_COPY=0). Returns
+ * MPI_SUCCESS or the raised error. */
+static int send_at_call(const char *fn, const void *buf, size_t bytes, int dest, int tag,
+                        MPI_Comm comm, qmpi_comm *c, quay_send_mode mode, int copy,
+                        int *sent)
+{
+    *sent = 0;
+    if (mode != QUAY_SEND_STANDARD || bytes > QUAY_INLINE_MAX || !copy)
+        return MPI_SUCCESS;
+    int rc = quay_send_inline(qmpi.e, c->q, buf, bytes, dest, tag);
+    if (rc == QUAY_EBUSY)
+        return MPI_SUCCESS;
+    if (rc != 0)
+        return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    qmpi_flush(); /* it leaves now; arrivals wait for a call that waits */
+    *sent = 1;
+    return MPI_SUCCESS;
+}
+
 /* Blocking send in one of the four modes. */
 static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatype dt,
                          int dest, int tag, MPI_Comm comm, quay_send_mode mode)
@@ -110,16 +132,11 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
     int rc = check_send(fn, buf, count, dt, dest, tag, comm, &c, &bytes);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (mode == QUAY_SEND_STANDARD && bytes <= QUAY_INLINE_MAX) {
-        /* Copied into the packet: complete now, no request to wait on. */
-        rc = quay_send_inline(qmpi.e, c->q, buf, bytes, dest, tag);
-        if (rc == 0) {
-            qmpi_flush();
-            return MPI_SUCCESS;
-        }
-        if (rc != QUAY_EBUSY)
-            return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
-    }
+    int sent;
+    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, 1, &sent)) !=
+            MPI_SUCCESS ||
+        sent)
+        return rc;
     if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
         return rc;
     /* An eager send is usually complete once its packet has left. */
@@ -139,11 +156,27 @@ static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Data
         rc = check_req_ptr(fn, comm, request);
     if (rc != MPI_SUCCESS)
         return rc;
-    if ((rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q)) != MPI_SUCCESS)
-        return rc;
-    if ((rc = qmpi_req_new(q, comm, QMPI_REQ_SEND, request, NULL)) != MPI_SUCCESS)
+    /* The handle first: a send that goes at the call has nothing to undo. */
+    MPI_Request h;
+    qmpi_req *r;
+    if ((rc = qmpi_req_new(NULL, comm, QMPI_REQ_SEND, &h, &r)) != MPI_SUCCESS)
         return qmpi_raise(comm, rc, fn, "out of request handles");
-    qmpi_poll(); /* the send leaves now, not at the next call */
+    int sent;
+    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, qmpi.send_copy,
+                           &sent)) == MPI_SUCCESS &&
+        !sent)
+        rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q);
+    if (rc != MPI_SUCCESS) {
+        qmpi_req_release(r);
+        return rc;
+    }
+    if (sent) {
+        r->sent = 1;
+    } else {
+        qmpi_req_set(r, q);
+        qmpi_flush(); /* the send leaves now; arrivals wait for a call that waits */
+    }
+    *request = h;
     return MPI_SUCCESS;
 }
 
@@ -400,7 +433,7 @@ int MPI_Start(MPI_Request *request)
     if ((rc = start_one(__func__, r)) != MPI_SUCCESS)
         return rc;
     if (r->kind == QMPI_REQ_SEND)
-        qmpi_poll(); /* the send leaves now, not at the next call */
+        qmpi_flush(); /* the send leaves now; arrivals wait for a call that waits */
     return MPI_SUCCESS;
 }
 
@@ -456,7 +489,7 @@ int MPI_Startall(int count, MPI_Request *array_of_requests)
         rc = start_batch(__func__, m, q, n, &sends);
     }
     if (sends > 0)
-        qmpi_poll(); /* the sends leave now, not at the next call */
+        qmpi_flush(); /* the sends leave now */
     return rc;
 }
 

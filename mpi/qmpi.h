@@ -132,6 +132,8 @@ typedef struct qmpi_req {
     uint8_t active;  /* persistent: started, completion not yet reported;
                         inactive ones count as MPI_REQUEST_NULL in the
                         completion calls */
+    uint8_t sent;    /* a send the engine took whole at the call
+                        (quay_send_inline): complete, no engine request */
     int32_t next_free;
     int32_t idx;        /* its own slot index (set once, kept) */
     qmpi_reduction red; /* a reduction's context (QMPI_REQ_COLL) */
@@ -184,6 +186,7 @@ enum { QMPI_BEFORE = 0, QMPI_RUNNING = 1, QMPI_FINALIZED = 2 };
 typedef struct qmpi_state {
     int phase;          /* QMPI_BEFORE / RUNNING / FINALIZED */
     int thread_level;   /* provided */
+    int send_copy;      /* QUAY_CFG_SEND_COPY: a small MPI_Isend goes at the call */
     qrt *rt;
     quay_engine *e;
     int32_t rank, size; /* in MPI_COMM_WORLD */

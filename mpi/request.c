@@ -101,15 +101,20 @@ int qmpi_req_new(quay_req *q, MPI_Comm comm, int kind, MPI_Request *h, qmpi_req 
         return MPI_ERR_NO_MEM;
     }
     qmpi_req *r = slot_at(i);
-    uint16_t gen = r->gen;
-    memset(r, 0, sizeof *r);
-    r->gen = gen;
-    r->idx = i;
+    /* Field by field, the generation kept: a reduction's context (most of
+     * the slot) is set by the collective that uses it (coll.c). */
     r->q = q;
     r->comm = comm;
     r->kind = (uint8_t)kind;
+    r->wild = 0;
+    r->ucancel = 0;
+    r->orphan = 0;
+    r->persist = 0;
+    r->active = 0;
+    r->sent = 0;
     r->next_free = -1;
-    *h = (MPI_Request)(REQ_BASE | ((gen & REQ_GEN_MASK) << REQ_IDX_BITS) | i);
+    r->idx = i;
+    *h = (MPI_Request)(REQ_BASE | ((r->gen & REQ_GEN_MASK) << REQ_IDX_BITS) | i);
     if (slot != NULL)
         *slot = r;
     return MPI_SUCCESS;
@@ -187,7 +192,7 @@ int qmpi_status_set(MPI_Status *st, const quay_status *qs)
 
 int qmpi_req_ready(qmpi_req *r)
 {
-    if (quay_req_test(r->q, NULL))
+    if (r->sent || quay_req_test(r->q, NULL))
         return 1;
     if (r->wild == 1) {
         /* The program may have freed the communicator since. */
@@ -207,7 +212,7 @@ int qmpi_req_ready(qmpi_req *r)
 /* The status and error class of a ready request. */
 static int finish_status(const qmpi_req *r, MPI_Status *st)
 {
-    quay_status qs;
+    quay_status qs = {0}; /* stays so for a send complete at its call */
     quay_req_test(r->q, &qs);
     int cls = qmpi_status_set(st, &qs);
     if (qs.cancelled && r->wild == 2 && !r->ucancel) {
@@ -277,6 +282,7 @@ int qmpi_wait_q(const char *fn, quay_req *q, MPI_Comm comm, int wild, MPI_Status
     r.comm = comm;
     r.wild = (uint8_t)(wild != 0);
     r.ucancel = 0;
+    r.sent = 0;
     if (!qmpi_req_ready(&r))
         qmpi_wait_until(fn, ready_one, &r);
     int cls = finish_status(&r, st);
@@ -353,6 +359,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 
 typedef struct req_set {
     int n;
+    int ready_upto; /* all_ready: [0, ready_upto) were ready (they stay so) */
     MPI_Request *h;
     qmpi_req **r; /* resolved slots, NULL for MPI_REQUEST_NULL (or inactive) */
     qmpi_req *small[16];
@@ -363,6 +370,7 @@ typedef struct req_set {
 static int set_open(req_set *s, const char *fn, int n, MPI_Request *h, int *active)
 {
     s->n = n;
+    s->ready_upto = 0;
     s->h = h;
     s->r = s->small;
     if (n < 0)
@@ -411,9 +419,12 @@ static int set_finish(req_set *s, int i, MPI_Status *st, MPI_Comm *comm)
 static int all_ready(void *ctx)
 {
     req_set *s = ctx;
-    for (int i = 0; i < s->n; i++)
-        if (s->r[i] != NULL && !qmpi_req_ready(s->r[i]))
+    for (int i = s->ready_upto; i < s->n; i++)
+        if (s->r[i] != NULL && !qmpi_req_ready(s->r[i])) {
+            s->ready_upto = i; /* a wait asks again: start here */
             return 0;
+        }
+    s->ready_upto = s->n;
     return 1;
 }
 
@@ -674,8 +685,8 @@ int MPI_Cancel(MPI_Request *request)
     if (r->kind == QMPI_REQ_COLL)
         return qmpi_raise(r->comm, MPI_ERR_REQUEST, __func__,
                           "a collective operation cannot be cancelled");
-    if (r->persist && !r->active)
-        return MPI_SUCCESS; /* no communication to cancel: no effect */
+    if ((r->persist && !r->active) || r->sent)
+        return MPI_SUCCESS; /* nothing (left) to cancel: no effect */
     r->ucancel = 1;
     rc = quay_cancel(qmpi.e, r->q);
     if (rc != 0)

@@ -100,6 +100,9 @@ QRT_API int32_t qrt_size(const qrt *rt);
 /** The QUAY_CAP_* flags the engine was given (e.g. whether rendezvous
  *  data moves single-copy: QUAY_CAP_RDMA_GET). */
 QRT_API uint32_t qrt_caps(const qrt *rt);
+/** The quay_config.flags the engine was created with: the program's,
+ *  as the environment changed them (e.g. QUAY_SEND_COPY). */
+QRT_API uint32_t qrt_config_flags(const qrt *rt);
 /** The transport's name ("shm", "tcp", or an adapter's ops->name). */
 QRT_API const char *qrt_transport_name(const qrt *rt);
 

@@ -46,6 +46,7 @@ struct qrt {
     void *adapter;        /* the transport's library (QUAY_TRANSPORT=path) */
     int32_t rank;
     int32_t size;
+    uint32_t cfg_flags;   /* the engine's quay_config.flags */
     uint32_t spin;        /* oversubscribed: idle polls before blocking */
     uint64_t spin_ns;     /* a core each: idle time before blocking (0: polls) */
     uint64_t outstanding; /* SEND / RDMA actions the transport still holds */
@@ -581,6 +582,7 @@ int qrt_init(const quay_config *base, qrt **prt)
     }
     if (rc == 0)
         rc = key_secret(&cfg);
+    rt->cfg_flags = cfg.flags;
     if (rc == 0)
         rc = quay_engine_new(&cfg, &rt->e);
     if (rc == 0)
@@ -619,6 +621,11 @@ int32_t qrt_size(const qrt *rt)
 uint32_t qrt_caps(const qrt *rt)
 {
     return rt != NULL ? rt->t->caps : 0;
+}
+
+uint32_t qrt_config_flags(const qrt *rt)
+{
+    return rt != NULL ? rt->cfg_flags : 0;
 }
 
 void qrt_abort(qrt *rt, int code, const char *msg)
