@@ -100,14 +100,25 @@ static int post_recv(const char *fn, void *buf, size_t bytes, int source, int ta
     return MPI_SUCCESS;
 }
 
+/* Small MPI_Isends in a row that may wait for one packet (below). */
+#define BURST_HOLD 64
+
 /* A standard send small enough to be copied into its packet at the call
  * (quay_send_inline): *sent 1 if it went so (complete, no engine
  * request), 0 if it must be posted (another mode, too long, the engine is
  * busy, or `copy` 0: the nonblocking form with QUAY_SEND_COPY=0). Returns
- * MPI_SUCCESS or the raised error. */
+ * MPI_SUCCESS or the raised error.
+ *
+ * `burst` (the nonblocking form): the first send since the program last
+ * waited or tested leaves at once; the ones right behind it join the
+ * engine's waiting packet as a train, one transport send for many
+ * messages, and leave at the next call that waits or tests, or with every
+ * BURST_HOLD-th send. A program that sends a burst and then computes
+ * without an MPI call holds the burst's tail until its next call (with
+ * QUAY_ASYNC_PROGRESS, the runtime's thread sends it). */
 static int send_at_call(const char *fn, const void *buf, size_t bytes, int dest, int tag,
                         MPI_Comm comm, qmpi_comm *c, quay_send_mode mode, int copy,
-                        int *sent)
+                        int burst, int *sent)
 {
     *sent = 0;
     if (mode != QUAY_SEND_STANDARD || bytes > QUAY_INLINE_MAX || !copy)
@@ -117,8 +128,10 @@ static int send_at_call(const char *fn, const void *buf, size_t bytes, int dest,
         return MPI_SUCCESS;
     if (rc != 0)
         return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
-    qmpi_flush(); /* it leaves now; arrivals wait for a call that waits */
     *sent = 1;
+    if (burst && qmpi.burst++ % BURST_HOLD != 0)
+        return MPI_SUCCESS;
+    qmpi_flush(); /* it leaves now; arrivals wait for a call that waits */
     return MPI_SUCCESS;
 }
 
@@ -133,7 +146,7 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
     if (rc != MPI_SUCCESS)
         return rc;
     int sent;
-    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, 1, &sent)) !=
+    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, 1, 0, &sent)) !=
             MPI_SUCCESS ||
         sent)
         return rc;
@@ -162,7 +175,7 @@ static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Data
     if ((rc = qmpi_req_new(NULL, comm, QMPI_REQ_SEND, &h, &r)) != MPI_SUCCESS)
         return qmpi_raise(comm, rc, fn, "out of request handles");
     int sent;
-    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, qmpi.send_copy,
+    if ((rc = send_at_call(fn, buf, bytes, dest, tag, comm, c, mode, qmpi.send_copy, 1,
                            &sent)) == MPI_SUCCESS &&
         !sent)
         rc = post_send(fn, buf, bytes, dest, tag, comm, c, mode, &q);

@@ -25,6 +25,7 @@ static QMPI_NORETURN void engine_failed(const char *fn, int rc)
 
 void qmpi_poll(void)
 {
+    qmpi.burst = 0;
     int rc = qrt_progress(qmpi.rt, 0);
     if (rc < 0)
         engine_failed("progress", rc);
@@ -39,6 +40,7 @@ void qmpi_flush(void)
 
 void qmpi_wait_until(const char *fn, int (*ready)(void *ctx), void *ctx)
 {
+    qmpi.burst = 0;
     int rc = qrt_wait_until(qmpi.rt, ready, ctx);
     if (rc < 0)
         engine_failed(fn, rc);
@@ -52,6 +54,7 @@ int qmpi_again(qmpi_retry *r, int rc)
         r->since = qmpi_now();
     else if (qmpi_now() - r->since > QMPI_EAGAIN_LIMIT_S)
         return 0;
+    qmpi.burst = 0;
     int p = qrt_progress(qmpi.rt, r->idle >= RETRY_SPIN ? RETRY_BLOCK_NS : 0);
     if (p < 0)
         engine_failed("progress", p);

@@ -187,6 +187,8 @@ typedef struct qmpi_state {
     int phase;          /* QMPI_BEFORE / RUNNING / FINALIZED */
     int thread_level;   /* provided */
     int send_copy;      /* QUAY_CFG_SEND_COPY: a small MPI_Isend goes at the call */
+    uint32_t burst;     /* small MPI_Isends since the program last waited or
+                           tested (p2p.c: send_at_call) */
     qrt *rt;
     quay_engine *e;
     int32_t rank, size; /* in MPI_COMM_WORLD */
