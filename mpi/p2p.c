@@ -17,7 +17,7 @@
 /* ---- argument checks ---------------------------------------------------------------- */
 
 /* Everything a send needs checked; *c and *bytes on success. */
-static int check_send(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
+static QMPI_INLINE int check_send(const char *fn, const void *buf, int count, MPI_Datatype dt, int dest,
                       int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
 {
     int cls;
@@ -37,7 +37,7 @@ static int check_send(const char *fn, const void *buf, int count, MPI_Datatype d
     return MPI_SUCCESS;
 }
 
-static int check_recv(const char *fn, const void *buf, int count, MPI_Datatype dt, int source,
+static QMPI_INLINE int check_recv(const char *fn, const void *buf, int count, MPI_Datatype dt, int source,
                       int tag, MPI_Comm comm, qmpi_comm **c, size_t *bytes)
 {
     int cls;
@@ -60,7 +60,7 @@ static int check_recv(const char *fn, const void *buf, int count, MPI_Datatype d
     return MPI_SUCCESS;
 }
 
-static int check_req_ptr(const char *fn, MPI_Comm comm, const MPI_Request *request)
+static QMPI_INLINE int check_req_ptr(const char *fn, MPI_Comm comm, const MPI_Request *request)
 {
     if (request == NULL)
         return qmpi_raise(comm, MPI_ERR_ARG, fn, "request is NULL");
@@ -87,7 +87,7 @@ static int post_send(const char *fn, const void *buf, size_t bytes, int dest, in
     return MPI_SUCCESS;
 }
 
-static int post_recv(const char *fn, void *buf, size_t bytes, int source, int tag,
+static QMPI_INLINE int post_recv(const char *fn, void *buf, size_t bytes, int source, int tag,
                      MPI_Comm comm, qmpi_comm *c, quay_req **q)
 {
     qmpi_retry rt = QMPI_RETRY_INIT;
@@ -116,7 +116,7 @@ static int post_recv(const char *fn, void *buf, size_t bytes, int source, int ta
  * BURST_HOLD-th send. A program that sends a burst and then computes
  * without an MPI call holds the burst's tail until its next call (with
  * QUAY_ASYNC_PROGRESS, the runtime's thread sends it). */
-static int send_at_call(const char *fn, const void *buf, size_t bytes, int dest, int tag,
+static QMPI_INLINE int send_at_call(const char *fn, const void *buf, size_t bytes, int dest, int tag,
                         MPI_Comm comm, qmpi_comm *c, quay_send_mode mode, int copy,
                         int burst, int *sent)
 {
@@ -157,7 +157,7 @@ static int send_blocking(const char *fn, const void *buf, int count, MPI_Datatyp
     return qmpi_wait_q(fn, q, comm, 0, MPI_STATUS_IGNORE);
 }
 
-static int send_nonblocking(const char *fn, const void *buf, int count, MPI_Datatype dt,
+static QMPI_INLINE int send_nonblocking(const char *fn, const void *buf, int count, MPI_Datatype dt,
                             int dest, int tag, MPI_Comm comm, quay_send_mode mode,
                             MPI_Request *request)
 {

@@ -23,9 +23,13 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define QMPI_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define QMPI_NORETURN __attribute__((noreturn))
+/* The layers of one MPI call that every small message crosses: folded
+ * into the call (each was a function's frame and argument copies). */
+#define QMPI_INLINE inline __attribute__((always_inline))
 #else
 #define QMPI_PRINTF(a, b)
 #define QMPI_NORETURN
+#define QMPI_INLINE inline
 #endif
 
 /* ---- datatypes (dtype.c) ------------------------------------------------- */

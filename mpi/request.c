@@ -35,7 +35,8 @@ static int32_t orphans = -1;   /* freed reductions still running */
 
 static qmpi_req *slot_at(int32_t i)
 {
-    return &chunks[i / CHUNK_SLOTS][i % CHUNK_SLOTS];
+    uint32_t u = (uint32_t)i; /* never negative: unsigned, a shift and a mask */
+    return &chunks[u / CHUNK_SLOTS][u % CHUNK_SLOTS];
 }
 
 static int32_t slot_alloc(void)
