@@ -22,7 +22,9 @@
 # Environment: BUILD (default build-bench; needs bench/mpi/mpi_loops_quay
 # and tools/quayrun), NP (2), ITERS (window 300, pingpong 3000,
 # collectives 3000), SIZE (8), TRANSPORT (shm), OUT (callgrind files,
-# default $BUILD/callgrind-mpi).
+# default $BUILD/callgrind-mpi), SRC (the source tree BUILD was built
+# from, for the layer split; default this one: another commit's build,
+# e.g. a git worktree, compares before and after).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +34,7 @@ NP=${NP:-2}
 SIZE=${SIZE:-8}
 TRANSPORT=${TRANSPORT:-shm}
 OUT=${OUT:-$BUILD/callgrind-mpi}
+SRC=${SRC:-$here}
 loops=("$@")
 [ ${#loops[@]} -gt 0 ] || loops=(window pingpong bcast allreduce barrier)
 
@@ -43,7 +46,7 @@ done
 command -v valgrind >/dev/null || { echo "callgrind_mpi.sh: valgrind not installed" >&2; exit 2; }
 mkdir -p "$OUT"
 
-echo "quay $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'); $NP ranks," \
+echo "quay $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?'); $NP ranks," \
      "$TRANSPORT, $SIZE-byte messages; $(valgrind --version)"
 printf '%-10s %-5s %9s %9s %9s %9s %9s %9s %9s\n' loop rank per total mpi rt transport engine libc
 
@@ -64,7 +67,7 @@ for loop in "${loops[@]}"; do
         f=$OUT/$loop.$r.out
         [ -f "$f" ] || { echo "callgrind_mpi.sh: no $f" >&2; exit 1; }
         callgrind_annotate --auto=no --threshold=100 "$f" 2>/dev/null |
-            awk -v per="$per" -v loop="$loop" -v r="$r" -v unit="$unit" -v here="$here/" '
+            awk -v per="$per" -v loop="$loop" -v r="$r" -v unit="$unit" -v here="$SRC/" '
             /^ *[0-9][0-9,]* +\(/ {
                 n = $1; gsub(",", "", n)
                 line = $0
