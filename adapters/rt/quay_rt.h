@@ -5,10 +5,15 @@
  * the environment, gets the engine and the world communicator, makes quay
  * calls as usual and waits with qrt_wait, which drives the engine: it
  * pulls every action and executes it on the transport, delivers arriving
- * packets, and tells the engine the time. It polls for a while (long when
- * every rank on the host has a core, briefly and yielding when ranks
- * outnumber cores, so that they do not starve each other), then blocks in
- * the transport until something arrives.
+ * packets, and tells the engine the time. It polls for a while, then
+ * blocks in the transport until something arrives: long polls when every
+ * runnable thread on the host has a core; polls that yield to the other
+ * ranks when our ranks outnumber the cores; brief ones that never yield,
+ * and only while they pay, when other programs crowd the cores (so that
+ * a waiting rank neither takes the core its peer needs nor hands it to a
+ * computing thread for a whole time slice). Which case it is, the runtime
+ * finds at run time from the kernel's count of runnable threads and from
+ * how long yields take (adapters/rt/qrt_wait.h).
  *
  *     qrt *rt;
  *     if (qrt_init(NULL, &rt) != 0) return 1;
@@ -34,12 +39,20 @@
  *   QUAY_EAGER_MAX         quay_config.eager_max (bytes)
  *   QUAY_FRAG_SIZE         quay_config.frag_size (bytes)
  *   QUAY_RNDV              auto | copy | get | put (quay_config.rndv_mode)
- *   QUAY_SPIN_US           when every rank on this host has a core of its
- *                          own: idle time a wait polls before it blocks
- *                          (default 200 microseconds; 0: block at once)
- *   QUAY_SPIN              more ranks than cores, or set explicitly: idle
- *                          polls before blocking, yielding the core in the
- *                          second half (default 64; 0: block at once)
+ *   QUAY_SPIN_US           a core for every runnable thread: idle time a
+ *                          wait polls before it blocks (default 200
+ *                          microseconds; 0: block at once)
+ *   QUAY_SPIN              more of our ranks on this host than cores, and
+ *                          no other program computing: idle polls before
+ *                          blocking, yielding the core in the second half
+ *                          (default 64); set, it applies whatever the load
+ *                          (0: every wait blocks at once)
+ *   QUAY_SPIN_CROWDED_US   other programs' threads want the cores too:
+ *                          the most idle time a wait polls, never
+ *                          yielding, before it blocks, while polling pays
+ *                          (default 20 microseconds; 0: block at once)
+ *   QUAY_CROWDED           0: never take the cores for crowded; 1: always;
+ *                          unset: find out at run time
  *
  * One runtime per process; it is not thread-safe (the engine's contract),
  * and it installs no signal handlers and starts no threads.
@@ -136,7 +149,7 @@ QRT_API int qrt_wait(qrt *rt, quay_req *req, quay_status *st);
 
 /**
  * Progress until ready(ctx) returns non-zero, with the same idle policy
- * as qrt_wait (poll, then yield, then block in the transport). `ready`
+ * as qrt_wait (poll, perhaps yield, then block in the transport). `ready`
  * is called between steps, never from inside the engine, so it may make
  * quay calls (e.g. quay_iprobe). Returns 0, or the engine's fatal code.
  */

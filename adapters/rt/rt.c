@@ -18,18 +18,14 @@
 #include "qrt_env.h"
 #include "qrt_shm.h"
 #include "qrt_tcp.h"
+#include "qrt_wait.h"
 
 /* A blocked wait sleeps at most this long per step; the transport wakes
  * it earlier on any arrival (and caps it at its own liveness interval). */
 #define RT_BLOCK_NS (100 * 1000 * 1000LL)
-#define RT_SPIN_DEFAULT 64
 /* A polling wait tests the engine's deadline on one idle step in this
  * many (and always before it blocks). */
 #define RT_TICK_EVERY 8
-/* With a core per local rank, a waiting rank polls this long before it
- * sleeps: a wake-up (futex or epoll, then the scheduler) costs several
- * microseconds per message, which dominates medium-size round trips. */
-#define RT_SPIN_US_DEFAULT 200
 /* Single-copy transports move rendezvous data in frag_size pieces, one
  * request/reply each: larger pieces, fewer round trips. */
 #define RT_FRAG_RDMA (512u * 1024u)
@@ -47,8 +43,7 @@ struct qrt {
     int32_t rank;
     int32_t size;
     uint32_t cfg_flags;   /* the engine's quay_config.flags */
-    uint32_t spin;        /* oversubscribed: idle polls before blocking */
-    uint64_t spin_ns;     /* a core each: idle time before blocking (0: polls) */
+    qrt_waitpol wait;     /* how long an idle wait polls (qrt_wait.h) */
     uint64_t outstanding; /* SEND / RDMA actions the transport still holds */
     int finalizing;       /* refused packets are dropped, not kept */
     uint64_t dropped;
@@ -286,21 +281,24 @@ int qrt_progress(qrt *rt, int64_t timeout_ns)
     return progress(rt, timeout_ns, 1);
 }
 
-/* Where a wait is in its idleness: polling, polling and yielding, or
- * blocking. */
+/* Where a wait is in its idleness: polling (perhaps yielding between
+ * polls), or blocking in the transport once its idle budget is spent. */
 typedef struct idle_state {
     uint32_t steps;  /* idle steps in a row */
     uint32_t phase;  /* IDLE_* */
-    uint64_t since;  /* when the idleness began (time-based policy) */
+    uint64_t since;  /* when the idleness began */
+    uint64_t budget; /* idle time to poll, or QRT_WAIT_SHARE */
 } idle_state;
 
 enum { IDLE_POLL = 0, IDLE_YIELD = 1, IDLE_BLOCK = 2 };
 
-/* One idle step of a wait. With a core per local rank, poll for spin_ns
- * of idle time (yielding between polls after the first quarter: other
- * programs may want the core our peer needs), then block. With more
- * ranks than cores, poll `spin` times, yielding in the second half, then
- * block. */
+#define IDLE_INIT {0, IDLE_POLL, 0, 0}
+
+/* One idle step of a wait: poll for the budget the wait policy gives
+ * (qrt_wait.h), then block. Only in "share" (our ranks outnumber the
+ * cores, nothing else runs) does it yield between polls: there a yield
+ * hands the core to another of our ranks; beside other programs it would
+ * hand it to one of theirs for a whole slice. */
 static int wait_step(qrt *rt, idle_state *w)
 {
     int rc = progress(rt, w->phase == IDLE_BLOCK ? RT_BLOCK_NS : 0,
@@ -308,34 +306,44 @@ static int wait_step(qrt *rt, idle_state *w)
     if (rc < 0)
         return rc;
     if (rc > 0) {
+        if (w->steps > 0 && w->phase != IDLE_BLOCK && w->budget != QRT_WAIT_SHARE)
+            qrt_waitpol_polled(&rt->wait, 1, 0); /* (a hit needs no time) */
         w->steps = 0;
         w->phase = IDLE_POLL;
         return 0;
     }
+    if (w->phase == IDLE_BLOCK)
+        return 0;
     w->steps++;
-    if (rt->spin_ns > 0) {
+    if (w->steps == 1) {
+        w->since = now_ns();
+        w->budget = qrt_waitpol_budget(&rt->wait, w->since);
+        if (w->budget == 0)
+            w->phase = IDLE_BLOCK;
+    } else if (w->budget != QRT_WAIT_SHARE && (w->steps & 15) == 0) {
         /* The clock is read every 16th step: a poll costs little more. */
-        if (w->steps == 1) {
-            w->since = now_ns();
-        } else if ((w->steps & 15) == 0 && w->phase != IDLE_BLOCK) {
-            uint64_t idle = now_ns() - w->since;
-            w->phase = idle >= rt->spin_ns       ? IDLE_BLOCK
-                       : idle >= rt->spin_ns / 4 ? IDLE_YIELD
-                                                 : IDLE_POLL;
+        uint64_t now = now_ns();
+        if (now - w->since >= w->budget) {
+            w->phase = IDLE_BLOCK;
+            qrt_waitpol_polled(&rt->wait, 0, now);
         }
-    } else {
-        w->phase = w->steps >= rt->spin       ? IDLE_BLOCK
-                   : w->steps > rt->spin / 2 ? IDLE_YIELD
-                                             : IDLE_POLL;
     }
-    if (w->phase == IDLE_YIELD)
-        sched_yield();
+    if (w->budget == QRT_WAIT_SHARE) {
+        uint32_t n = rt->wait.spin_polls;
+        w->phase = w->steps >= n ? IDLE_BLOCK : w->steps > n / 2 ? IDLE_YIELD : IDLE_POLL;
+        if (w->phase == IDLE_YIELD) {
+            uint64_t t0 = now_ns();
+            sched_yield();
+            uint64_t t1 = now_ns();
+            qrt_waitpol_yielded(&rt->wait, t1 - t0, t1);
+        }
+    }
     return 0;
 }
 
 int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
 {
-    idle_state w = {0, IDLE_POLL, 0};
+    idle_state w = IDLE_INIT;
     if (rt == NULL || req == NULL)
         return QUAY_EINVAL;
     while (!quay_req_test(req, st)) {
@@ -348,7 +356,7 @@ int qrt_wait(qrt *rt, quay_req *req, quay_status *st)
 
 int qrt_wait_until(qrt *rt, int (*ready)(void *ctx), void *ctx)
 {
-    idle_state w = {0, IDLE_POLL, 0};
+    idle_state w = IDLE_INIT;
     if (rt == NULL || ready == NULL)
         return QUAY_EINVAL;
     while (!ready(ctx)) {
@@ -423,32 +431,11 @@ static uint64_t local_ranks(const qrt *rt)
     return n;
 }
 
-static uint64_t cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return (uint64_t)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (uint64_t)n : 1;
-}
-
-/* QUAY_SPIN (polls, then block; the oversubscribed policy) if set, else
- * QUAY_SPIN_US of idle polling when every local rank has a core, else
- * RT_SPIN_DEFAULT polls. */
+/* The wait policy's knobs, with the ranks on this host. */
 static int spin_policy(qrt *rt)
 {
-    uint64_t spin = RT_SPIN_DEFAULT, us = RT_SPIN_US_DEFAULT;
-    int hs = qrt_env_u64("QUAY_SPIN", 0, 1u << 30, &spin);
-    int hu = qrt_env_u64("QUAY_SPIN_US", 0, 10u * 1000 * 1000, &us);
-    if (hs < 0 || hu < 0)
-        return QUAY_EINVAL;
-    rt->spin = (uint32_t)spin;
-    if (hs == 1 && local_ranks(rt) <= cores()) {
-        rt->spin_ns = us * 1000;
-        if (us == 0)
-            rt->spin = 0; /* QUAY_SPIN_US=0: block at once */
-    }
-    return 0;
+    uint64_t n = local_ranks(rt);
+    return qrt_waitpol_init(&rt->wait, n > INT32_MAX ? INT32_MAX : (int32_t)n);
 }
 
 static int env_config(quay_config *cfg)
@@ -529,6 +516,7 @@ static void rt_free(qrt *rt)
     quay_engine_free(rt->e); /* frees the world communicator too */
     if (rt->pmi != NULL)
         qpmi_finalize(rt->pmi);
+    qrt_waitpol_fini(&rt->wait);
     free(rt->peer);
     free(rt);
 }
@@ -544,6 +532,7 @@ int qrt_init(const quay_config *base, qrt **prt)
     rt = calloc(1, sizeof *rt);
     if (rt == NULL)
         return QUAY_ENOMEM;
+    rt->wait.fd = -1;
     rc = env_rank(rt);
     if (rc == 0)
         rc = spin_policy(rt);
@@ -664,7 +653,7 @@ const char *qrt_transport_name(const qrt *rt)
 
 int qrt_finalize(qrt *rt)
 {
-    idle_state w = {0, IDLE_POLL, 0};
+    idle_state w = IDLE_INIT;
     int rc = 0;
     if (rt == NULL)
         return 0;
@@ -680,7 +669,7 @@ int qrt_finalize(qrt *rt)
      *    must be out too, or a peer would take our exit for a failure. */
     if (rc == 0)
         rc = rt->t->ops->bye(rt->t);
-    w = (idle_state){0, IDLE_POLL, 0};
+    w = (idle_state)IDLE_INIT;
     while (rc == 0 && (rt->peers_open > 0 || rt->t->ops->busy(rt->t)))
         rc = wait_step(rt, &w);
     if (rt->dropped > 0)

@@ -1,0 +1,196 @@
+/*
+ * wait.c — the wait policy: spin, share or crowded, from the ranks on
+ * this host and the load (qrt_wait.h).
+ */
+#include "qrt_wait.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <quay/quay.h>
+
+#include "qrt_env.h"
+
+/* spin: a wake-up costs several microseconds per message, which would
+ * dominate medium-size round trips. */
+#define RT_SPIN_US_DEFAULT 200
+#define RT_SPIN_DEFAULT 64
+/* crowded: enough for a peer on another core to be woken and answer. */
+#define RT_SPIN_CROWDED_US_DEFAULT 20
+/* Crowded polls and share's yields are judged over this many. */
+#define RT_WINDOW 16
+/* How often a waiting rank looks at the load again (a look: ~1.5 µs). */
+#define RT_LOAD_CHECK_NS (5 * 1000 * 1000ULL)
+/* A yield to one of our ranks returns within microseconds (it runs until
+ * it waits); one to a computing thread takes a slice (0.75 ms and more). */
+#define RT_YIELD_SLOW_NS (250 * 1000ULL)
+/* After yields or crowded polls fail: a trial after this long, doubled
+ * after each trial that fails within RT_TRIAL_GOOD_NS, up to the max. */
+#define RT_RETRY_MIN_NS (20 * 1000 * 1000ULL)
+#define RT_RETRY_MAX_NS (1280 * 1000 * 1000ULL)
+#define RT_TRIAL_GOOD_NS (1000 * 1000 * 1000ULL)
+
+int32_t qrt_load_runnable(const char *text, size_t len)
+{
+    /* "0.95 1.34 1.80 4/92 22111": skip three fields, read "R/". */
+    size_t i = 0;
+    for (int f = 0; f < 3; f++) {
+        while (i < len && text[i] != ' ')
+            i++;
+        if (i >= len)
+            return -1;
+        i++;
+    }
+    int32_t r = 0;
+    size_t start = i;
+    while (i < len && text[i] >= '0' && text[i] <= '9' && r < 1000000)
+        r = r * 10 + (text[i++] - '0');
+    if (i == start || i >= len || text[i] != '/')
+        return -1;
+    return r;
+}
+
+static int32_t cores_allowed(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int32_t)n : 1;
+}
+
+void qrt_waitpol_note(qrt_waitpol *p, int32_t runnable)
+{
+    uint8_t look = runnable > p->cpus;
+    if (look == p->last)
+        p->crowded = look;
+    p->last = look;
+}
+
+static void look_at_load(qrt_waitpol *p)
+{
+    char buf[128];
+    ssize_t n = pread(p->fd, buf, sizeof buf, 0);
+    int32_t r = n > 0 ? qrt_load_runnable(buf, (size_t)n) : -1;
+    if (r < 0) {
+        /* Nothing to read: the ranks alone decide from now on. */
+        close(p->fd);
+        p->fd = -1;
+        p->crowded = 0;
+        return;
+    }
+    qrt_waitpol_note(p, r);
+}
+
+int qrt_waitpol_init(qrt_waitpol *p, int32_t local)
+{
+    uint64_t us = RT_SPIN_US_DEFAULT, cus = RT_SPIN_CROWDED_US_DEFAULT,
+             polls = RT_SPIN_DEFAULT, force = 0;
+    int hu = qrt_env_u64("QUAY_SPIN_US", 0, 10u * 1000 * 1000, &us);
+    int hc = qrt_env_u64("QUAY_SPIN_CROWDED_US", 0, 10u * 1000 * 1000, &cus);
+    int hs = qrt_env_u64("QUAY_SPIN", 0, 1u << 30, &polls);
+    int hf = qrt_env_u64("QUAY_CROWDED", 0, 1, &force);
+    if (hu < 0 || hc < 0 || hs < 0 || hf < 0)
+        return QUAY_EINVAL;
+    *p = (qrt_waitpol){.spin_ns = us * 1000,
+                       .crowded_ns = cus * 1000,
+                       .spin_polls = (uint32_t)polls,
+                       .fixed = hs == 0,
+                       .force = hf == 0 ? (uint8_t)(1 + force) : 0,
+                       .fd = -1,
+                       .local = local,
+                       .allowed = cores_allowed()};
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    p->cpus = n > 0 ? (int32_t)n : p->allowed;
+    p->crowded = p->force == 2;
+    p->retry_ns = p->cpoll_retry_ns = RT_RETRY_MIN_NS / 2; /* doubled at the first */
+    if (p->force == 0 && !p->fixed && local <= p->allowed) {
+        p->fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        if (p->fd >= 0) {
+            look_at_load(p); /* the first look decides alone */
+            p->crowded = p->last;
+        }
+    }
+    return 0;
+}
+
+void qrt_waitpol_fini(qrt_waitpol *p)
+{
+    if (p->fd >= 0)
+        close(p->fd);
+    p->fd = -1;
+}
+
+/* The wait before the next trial, after one that lasted `lasted`. */
+static uint64_t backoff(uint64_t lasted, uint64_t last_wait)
+{
+    if (lasted >= RT_TRIAL_GOOD_NS)
+        return RT_RETRY_MIN_NS;
+    return last_wait < RT_RETRY_MAX_NS / 2 ? 2 * last_wait : RT_RETRY_MAX_NS;
+}
+
+void qrt_waitpol_yielded(qrt_waitpol *p, uint64_t took_ns, uint64_t now)
+{
+    if (p->force != 0 || p->fixed)
+        return;
+    p->yields++;
+    p->slow += took_ns >= RT_YIELD_SLOW_NS;
+    if (p->slow >= 2) {
+        p->crowded = 1;
+        p->retry_ns = backoff(now - p->share_since, p->retry_ns);
+        p->retry_at = now + p->retry_ns;
+        p->yields = p->slow = 0;
+    } else if (p->yields >= RT_WINDOW) {
+        p->yields = p->slow = 0;
+    }
+}
+
+void qrt_waitpol_polled(qrt_waitpol *p, int hit, uint64_t now)
+{
+    if (!p->crowded || !p->cpoll)
+        return;
+    p->polls++;
+    p->misses += !hit;
+    if (p->misses > RT_WINDOW / 2) {
+        p->cpoll = 0;
+        p->cpoll_retry_ns = backoff(now - p->cpoll_since, p->cpoll_retry_ns);
+        p->cpoll_retry_at = now + p->cpoll_retry_ns;
+        p->polls = p->misses = 0;
+    } else if (p->polls >= RT_WINDOW) {
+        p->polls = p->misses = 0;
+    }
+}
+
+/* Crowded: poll only while it pays, or on trial. */
+static uint64_t crowded_budget(qrt_waitpol *p, uint64_t now)
+{
+    if (p->crowded_ns == 0)
+        return 0;
+    if (!p->cpoll && now >= p->cpoll_retry_at) {
+        p->cpoll = 1;
+        p->cpoll_since = now;
+        p->polls = p->misses = 0;
+    }
+    return p->cpoll ? p->crowded_ns : 0;
+}
+
+uint64_t qrt_waitpol_budget(qrt_waitpol *p, uint64_t now)
+{
+    if (p->fixed)
+        return QRT_WAIT_SHARE;
+    if (p->local > p->allowed) {
+        /* share, unless yields were slow (then a trial when it is due) */
+        if (p->crowded && p->force == 0 && now >= p->retry_at) {
+            p->crowded = 0;
+            p->share_since = now;
+            p->yields = p->slow = 0;
+        }
+        return p->crowded ? crowded_budget(p, now) : QRT_WAIT_SHARE;
+    }
+    if (p->fd >= 0 && now >= p->next_check) {
+        look_at_load(p);
+        p->next_check = now + RT_LOAD_CHECK_NS;
+    }
+    return p->crowded ? crowded_budget(p, now) : p->spin_ns;
+}
