@@ -7,7 +7,10 @@
  * (MAX) over the parent of every member's lowest unused context id, so
  * the id is unused on every member; a split sends each member's (color,
  * key) in the same allreduce (each rank fills its own slots, the others
- * hold INT32_MIN, so MAX gathers them).
+ * hold INT32_MIN, so MAX gathers them). A dup's agreement takes a batch
+ * of ids, twice as many each time (up to CTX_BATCH_MAX): the parent's
+ * next dups use them with no message at all, which is safe because every
+ * member makes the same collective calls on the parent in the same order.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -17,9 +20,17 @@
 
 #define COMM_BASE 0x44000000
 #define COMM_MAX (1 << 16)
+/* Context ids are below the engine's collective bit and agreed on as
+ * int32 (MAX). */
+#define CTX_LIMIT 0x7fffffffu
+#define CTX_BATCH_MAX 256u
 
 static qmpi_comm *comms; /* [0] world, [1] self, then the program's */
 static int32_t ncomms, capcomms;
+/* Slots with no communicator (reused last in, first out), and slots the
+ * program freed while the engine's communicator was busy: lists through
+ * qmpi_comm.link, -1 ends them. */
+static int32_t free_slots = -1, held_slots = -1;
 
 /* Slot of a handle; freed slots only if allow_freed. */
 static qmpi_comm *slot_of(MPI_Comm h, int allow_freed)
@@ -76,13 +87,10 @@ int qmpi_comm_has_failed(const qmpi_comm *c)
 /* A free slot (growing the table); its handle in *h. NULL: no memory. */
 static qmpi_comm *slot_new(MPI_Comm *h)
 {
-    int32_t i;
-    /* World and self (slots 0 and 1) are never reused. */
-    for (i = 2; i < ncomms; i++)
-        if (comms[i].q == NULL)
-            break;
-    if (i >= ncomms) {
-        i = ncomms;
+    int32_t i = free_slots;
+    if (i >= 0) {
+        free_slots = comms[i].link;
+    } else {
         if (ncomms == capcomms) {
             int32_t cap = capcomms > 0 ? 2 * capcomms : 16;
             if (cap > COMM_MAX)
@@ -93,11 +101,23 @@ static qmpi_comm *slot_new(MPI_Comm *h)
             comms = n;
             capcomms = cap;
         }
-        ncomms++;
+        i = ncomms++;
     }
     memset(&comms[i], 0, sizeof comms[i]);
+    comms[i].link = -1;
     *h = COMM_BASE + i;
     return &comms[i];
+}
+
+/* Give back a slot whose communicator is gone (c->q NULL). World and
+ * self (slots 0 and 1) are never reused. */
+static void slot_release(qmpi_comm *c)
+{
+    int32_t i = (int32_t)(c - comms);
+    if (i < 2)
+        return;
+    c->link = free_slots;
+    free_slots = i;
 }
 
 /* Make the engine communicator for a new MPI one (slot from slot_new). */
@@ -140,9 +160,17 @@ int qmpi_comms_init(void)
 
 void qmpi_comms_reap(void)
 {
-    for (int32_t i = 2; i < ncomms; i++)
-        if (comms[i].q != NULL && comms[i].freed && quay_comm_free(qmpi.e, comms[i].q) == 0)
-            comms[i].q = NULL;
+    int32_t *at = &held_slots;
+    while (*at >= 0) {
+        qmpi_comm *c = &comms[*at];
+        if (quay_comm_free(qmpi.e, c->q) == 0) {
+            c->q = NULL;
+            *at = c->link;
+            slot_release(c);
+        } else {
+            at = &c->link;
+        }
+    }
 }
 
 void qmpi_comms_fini(void)
@@ -152,6 +180,7 @@ void qmpi_comms_fini(void)
     free(comms);
     comms = NULL;
     ncomms = capcomms = 0;
+    free_slots = held_slots = -1;
 }
 
 /* ---- queries ------------------------------------------------------------------------ */
@@ -263,11 +292,35 @@ static int comm_new(const char *fn, MPI_Comm parent, uint32_t ctx, int32_t n,
     if (c == NULL)
         return qmpi_raise(parent, MPI_ERR_NO_MEM, fn, "too many communicators");
     int rc = comm_make(c, ctx, n, map, eh);
-    if (rc != 0)
+    if (rc != 0) {
+        slot_release(c);
         return qmpi_raise(parent, rc == QUAY_EAGAIN ? MPI_ERR_OTHER : qmpi_class_of(rc), fn,
                           "creating the communicator: %s%s", quay_strerror(rc),
                           rc == QUAY_EAGAIN ? " (too many communicators alive)" : "");
+    }
     *newcomm = h;
+    return MPI_SUCCESS;
+}
+
+/* The context id of a dup of c: the next of c's batch, else agreed on
+ * with a new batch (a member that saw a failure agrees, and so fails). */
+static int dup_ctx(const char *fn, MPI_Comm comm, qmpi_comm *c, uint32_t *ctx)
+{
+    if (c->ctx_next < c->ctx_end && !qmpi_comm_has_failed(c)) {
+        *ctx = c->ctx_next++;
+        return MPI_SUCCESS;
+    }
+    uint32_t want = c->ctx_batch > 0 ? c->ctx_batch : 1;
+    int32_t v = (int32_t)qmpi.next_ctx;
+    int rc = agree_max(fn, comm, c, &v, 1);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if ((uint32_t)v > CTX_LIMIT - want)
+        return qmpi_raise(comm, MPI_ERR_OTHER, fn, "out of context ids");
+    *ctx = (uint32_t)v;
+    c->ctx_next = (uint32_t)v + 1;
+    c->ctx_end = qmpi.next_ctx = (uint32_t)v + want;
+    c->ctx_batch = want < CTX_BATCH_MAX ? 2 * want : CTX_BATCH_MAX;
     return MPI_SUCCESS;
 }
 
@@ -278,18 +331,17 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     qmpi_comm *c = qmpi_comm_arg(__func__, comm, newcomm, "newcomm", &rc);
     if (c == NULL)
         return rc;
-    int32_t n = c->size, ctx = (int32_t)qmpi.next_ctx;
+    int32_t n = c->size;
+    uint32_t ctx = 0;
     MPI_Errhandler eh = c->eh;
     int32_t *map = malloc((size_t)n * sizeof *map);
     if (map == NULL)
         return qmpi_raise(comm, MPI_ERR_NO_MEM, __func__, "out of memory");
     for (int32_t r = 0; r < n; r++)
         map[r] = quay_comm_world_rank(c->q, r);
-    rc = agree_max(__func__, comm, c, &ctx, 1);
-    if (rc == MPI_SUCCESS) {
-        qmpi.next_ctx = (uint32_t)ctx + 1;
-        rc = comm_new(__func__, comm, (uint32_t)ctx, n, map, eh, newcomm);
-    }
+    rc = dup_ctx(__func__, comm, c, &ctx);
+    if (rc == MPI_SUCCESS)
+        rc = comm_new(__func__, comm, ctx, n, map, eh, newcomm);
     free(map);
     return rc;
 }
@@ -336,6 +388,10 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     rc = agree_max(__func__, comm, c, v, 1 + 2 * (size_t)n);
     if (rc != MPI_SUCCESS)
         goto out;
+    if ((uint32_t)v[0] >= CTX_LIMIT) {
+        rc = qmpi_raise(comm, MPI_ERR_OTHER, __func__, "out of context ids");
+        goto out;
+    }
     qmpi.next_ctx = (uint32_t)v[0] + 1;
     if (color == MPI_UNDEFINED) {
         *newcomm = MPI_COMM_NULL;
@@ -368,8 +424,13 @@ int MPI_Comm_free(MPI_Comm *comm)
     /* MPI: pending operations on it complete normally; the engine's
      * communicator goes once nothing uses it (qmpi_comms_reap). */
     c->freed = 1;
-    if (quay_comm_free(qmpi.e, c->q) == 0)
+    if (quay_comm_free(qmpi.e, c->q) == 0) {
         c->q = NULL;
+        slot_release(c);
+    } else {
+        c->link = held_slots;
+        held_slots = (int32_t)(c - comms);
+    }
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
 }

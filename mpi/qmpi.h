@@ -91,6 +91,10 @@ typedef struct qmpi_comm {
     MPI_Errhandler eh;  /* MPI_ERRORS_* */
     int32_t rank, size;
     int freed;          /* MPI_Comm_free'd; the engine still holds it */
+    int32_t link;       /* next slot on the free or the held list (comm.c) */
+    uint32_t ctx_next;  /* context ids agreed for this one's dups: */
+    uint32_t ctx_end;   /* [ctx_next, ctx_end) are still unused */
+    uint32_t ctx_batch; /* how many the next agreement takes */
     char name[MPI_MAX_OBJECT_NAME];
 } qmpi_comm;
 

@@ -7,6 +7,8 @@
  *   - an ANY_SOURCE receive that only it could have satisfied;
  *   - a probe for it;
  *   - a collective on a communicator it belongs to;
+ *   - a dup of a communicator it belongs to, even with context ids left
+ *     from an earlier agreement on it;
  *   - what it sent before dying is still received (rank 0, tag 1);
  *   - the survivors' own communicator (split before the death) still
  *     works; they finalize and print "survived".
@@ -42,6 +44,12 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int victim = size - 1;
     MPI_Comm_split(MPI_COMM_WORLD, rank == victim ? MPI_UNDEFINED : 0, rank, &survivors);
+    /* Two dups: the second agreement leaves WORLD ids for later dups. */
+    MPI_Comm d[2];
+    MPI_Comm_dup(MPI_COMM_WORLD, &d[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d[1]);
+    MPI_Comm_free(&d[0]);
+    MPI_Comm_free(&d[1]);
     if (rank == victim) {
         MPI_Send("before", 7, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -67,6 +75,7 @@ int main(int argc, char **argv)
                   "MPI_Recv from MPI_ANY_SOURCE");
     expect_failed(MPI_Probe(victim, 5, MPI_COMM_WORLD, &st), "MPI_Probe of the dead rank");
     expect_failed(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier with the dead rank");
+    expect_failed(MPI_Comm_dup(MPI_COMM_WORLD, &d[0]), "MPI_Comm_dup with the dead rank");
     if (rank == 0) {
         int rc = MPI_Recv(buf, sizeof buf, MPI_CHAR, victim, 1, MPI_COMM_WORLD, &st);
         if (rc != MPI_SUCCESS || strcmp(buf, "before") != 0) {
