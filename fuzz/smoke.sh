@@ -9,8 +9,9 @@
 #
 #   -t  seconds per harness (default 60, or $FUZZ_SECONDS)
 #   -b  build tree of the AFL++ programs (default build-fuzz-afl/ at the
-#       repository root); configured and built here with afl-clang-fast,
-#       -DQUAY_FUZZ=ON -DQUAY_SANITIZE=ON, unless the programs are there
+#       repository root); configured here with afl-clang-fast,
+#       -DQUAY_FUZZ=ON -DQUAY_SANITIZE=ON if it is not, and the programs
+#       rebuilt if the sources changed
 #   -o  afl-fuzz output directories go to OUT_DIR/<harness> (default
 #       BUILD_DIR/smoke); whatever was there is removed first
 #   -p  harnesses fuzzed at once (default 1)
@@ -51,11 +52,7 @@ for tool in afl-fuzz afl-clang-fast; do
     fi
 done
 
-need_build=0
-for h in "${HARNESSES[@]}"; do
-    [ -x "$BUILD/fuzz/fuzz_$h" ] || need_build=1
-done
-if [ "$need_build" = 1 ]; then
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
     gen=()
     command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
     mkdir -p "$BUILD"
@@ -64,10 +61,12 @@ if [ "$need_build" = 1 ]; then
         cat "$BUILD/fuzz-configure.log"
         exit 1
     }
-    targets=()
-    for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
-    cmake --build "$BUILD" --target "${targets[@]}" -j "${JOBS:-2}"
 fi
+# Built every time (a no-op when up to date): programs older than the
+# sources would fuzz code that no longer exists.
+targets=()
+for h in "${HARNESSES[@]}"; do targets+=("fuzz_$h"); done
+cmake --build "$BUILD" --target "${targets[@]}" -j "${JOBS:-2}"
 
 # afl-fuzz without a terminal, on machines not set up for it.
 export AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
