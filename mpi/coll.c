@@ -68,6 +68,10 @@ static int coll_post(const char *fn, MPI_Comm comm, qmpi_comm *c, const coll_cal
         ;
     if (rc != QUAY_OK)
         return qmpi_raise(comm, qmpi_class_of(rc), fn, "%s", quay_strerror(rc));
+    /* Its first messages leave now: a step the engine took by copy is
+     * done at once, and a call that finds its request complete would
+     * otherwise return with them still queued. */
+    qmpi_flush();
     return MPI_SUCCESS;
 }
 

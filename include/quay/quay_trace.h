@@ -88,7 +88,10 @@ typedef struct quay_trace_event {
     int32_t peer;    /**< world rank of the peer concerned, or -1 */
     int32_t pkt;     /**< packet type (PKT_*, REJECT), see quay_pkt_name */
     int32_t code;    /**< REJECT: the error code */
-    uint32_t ctx;    /**< MATCH: context id */
+    uint32_t ctx;    /**< MATCH: context id; PKT_OUT of a message sent
+                          with no request (req_id 0: quay_send_inline's,
+                          or a collective's step taken by copy): its
+                          context id */
     int32_t src;     /**< MATCH: source comm rank */
     int32_t tag;     /**< MATCH: tag */
     uint32_t seq;    /**< MATCH / PKT: the peer's envelope sequence number */

@@ -44,14 +44,14 @@ int coll_launch(quay_engine *e, quay_comm *c, const coll_op *op, const quay_offl
     };
     if (op->args != NULL)
         op->args(d, &args);
-    const coll_alg *g = coll_alg_decide(op, d->alg, &args);
-    if (g == NULL)
-        return QUAY_EINVAL; /* (config and agent posts are checked before) */
 
+    /* The shape is what the call asked for: the decision and the build
+     * are functions of it, so a spare schedule of the same shape skips
+     * both. */
     coll_shape shape;
     memset(&shape, 0, sizeof shape);
     shape.kind = d->kind;
-    shape.alg = g->id;
+    shape.alg = d->alg;
     shape.ctx = c->ctx;
     shape.size = c->size;
     shape.rank = c->myrank;
@@ -72,6 +72,11 @@ int coll_launch(quay_engine *e, quay_comm *c, const coll_op *op, const quay_offl
     if (op->bind != NULL)
         op->bind(s, d, &args);
     if (!s->reused) {
+        const coll_alg *g = coll_alg_decide(op, d->alg, &args);
+        if (g == NULL) {
+            sched_discard(s);
+            return QUAY_EINVAL; /* (config and agent posts are checked before) */
+        }
         if (bypass && d->kind == QUAY_OFF_BCAST)
             coll_build_bcast_bypass(s, d->count, d->root, 0);
         else if (bypass)

@@ -70,12 +70,14 @@ typedef struct coll_step {
     quay_req *req;     /* send / receive while running */
 } coll_step;
 
-/* What a schedule was built for. A call of the same shape reuses a spare
- * schedule's steps as they are: the graph names buffers (CB_*), never
- * addresses, and depends on nothing else (the engine's config is fixed). */
+/* What a schedule was built for: the call's arguments that the decision
+ * and the build read. A call of the same shape reuses a spare schedule's
+ * steps as they are, without deciding or building again: the graph names
+ * buffers (CB_*), never addresses, and depends on nothing else (the
+ * engine's config is fixed). */
 typedef struct coll_shape {
     uint32_t kind;     /* QUAY_OFF_*; 0: not reusable (bypass schedules) */
-    uint32_t alg;      /* the algorithm decided */
+    uint32_t alg;      /* the algorithm asked for (QUAY_COLL_AUTO or an id) */
     uint32_t ctx;      /* the user communicator's context */
     int32_t size, rank;
     int32_t root;

@@ -210,7 +210,13 @@ static int shape_eq(const coll_shape *a, const coll_shape *b)
 
 /* A blank schedule: a spare one (its arrays' capacity kept) or a new one.
  * A spare built for `want` keeps its steps too (s->reused); any other has
- * no shape until its builder gives it one (coll_launch, once built). */
+ * no shape until its builder gives it one (coll_launch, once built).
+ *
+ * The spares are a cache of built schedules, oldest first: a call of
+ * another shape takes a new schedule while fewer than SCHED_SPARE_MAX
+ * are kept, and only then rebuilds the least recently finished one, so
+ * that a program alternating a few collectives (a broadcast and a
+ * barrier) builds each once. */
 static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
 {
     qlink *n = NULL;
@@ -223,7 +229,7 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
             }
         }
     int reuse = n != NULL;
-    if (n == NULL)
+    if (n == NULL && (want == NULL || e->coll.st->nspare >= SCHED_SPARE_MAX))
         n = ql_first(&e->coll.st->spare); /* the oldest: the least likely asked for */
     coll_sched *s;
     if (n == NULL) {
@@ -648,6 +654,15 @@ static int step_run(coll_sched *s, uint32_t i)
     int rc = 0;
     switch (st->kind) {
     case CS_SEND:
+        /* A message the engine takes by copy holds no request: the step
+         * is done once it is queued. */
+        if (p2p_send_copy(e, s->comm, buf_at(s, st->buf, st->off), st->len, st->peer,
+                          (int32_t)(s->tagbase | st->subtag)) == 0) {
+            if (st->notify)
+                coll_notify(e, comm_world(s->comm, st->peer));
+            break;
+        }
+        /* fall through: as a request */
     case CS_RECV:
         st->state = CST_RUNNING;
         s->nrunning++;

@@ -51,6 +51,12 @@ int quay_send_inline(quay_engine *e, quay_comm *c, const void *buf, size_t len,
     return send_inline_any(e, c, buf, len, dst, tag);
 }
 
+int p2p_send_copy(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
+                  int32_t tag)
+{
+    return inline_take(e, c, buf, len, dst, tag) == 0 ? 0 : QUAY_EBUSY;
+}
+
 /* The arguments' errors in quay_isend's order, then why not inline. */
 static QUAY_NOINLINE int send_inline_slow(quay_engine *e, quay_comm *c, const void *buf,
                                           size_t len, int32_t dst, int32_t tag)

@@ -554,10 +554,11 @@ static QUAY_NOINLINE int rare_pull(quay_engine *e, quay_action *a)
 }
 
 /* One PKT_OUT per message of an inline packet, a train's included. */
-static QUAY_NOINLINE void trace_inline_out(quay_engine *e, const qout *o)
+static QUAY_NOINLINE void trace_inline_packet(quay_engine *e, const qout *o)
 {
+    uint32_t ctx = env_ctx(OUT_HDR(o)); /* (a train is on one communicator) */
     for (uint32_t seq = o->seq; seq != o->train_next; seq++)
-        trace_pkt(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, o->peer, 0, seq, 0);
+        trace_inline_out(e, o->peer, seq, ctx);
 }
 
 /* The oldest quay_send_inline packet (inline.c), header and payload in
@@ -571,7 +572,7 @@ static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a)
     o->next = NULL;
     e->st.pkts_out++;
     if (e->trace_fn)
-        trace_inline_out(e, o);
+        trace_inline_packet(e, o);
     fill_send(e, o, a);
     return 1;
 }

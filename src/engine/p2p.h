@@ -18,6 +18,13 @@
 int p2p_send_post(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
                   int32_t tag, quay_send_mode mode, uint32_t rflags, void *user, uint32_t step,
                   quay_req **preq);
+/** An engine-owned standard send taken by copy as quay_send_inline takes
+ *  one (arguments already valid; c may be a collective twin): 0 once
+ *  queued (nothing to complete), QUAY_EBUSY when it cannot be taken so
+ *  now (too long, earlier sends queued, a failed peer...): post it with
+ *  p2p_send_post, which keeps the order. */
+int p2p_send_copy(quay_engine *e, quay_comm *c, const void *buf, size_t len, int32_t dst,
+                  int32_t tag);
 /** The same for a receive (src a comm rank or QUAY_ANY_SOURCE). */
 /* The front of iprobe, improbe and recv_inline: the arguments checked,
  * PROC_NULL answered, the oldest kept message matching (src, tag) found.

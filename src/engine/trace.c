@@ -37,6 +37,18 @@ void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
     e->trace_fn(e->trace_ctx, &ev);
 }
 
+void trace_inline_out(quay_engine *e, int32_t peer, uint32_t seq, uint32_t ctx)
+{
+    quay_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = QUAY_TR_PKT_OUT;
+    ev.pkt = QUAY_PKT_EAGER;
+    ev.peer = peer;
+    ev.seq = seq;
+    ev.ctx = ctx;
+    e->trace_fn(e->trace_ctx, &ev);
+}
+
 void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
                  uint32_t seq, uint32_t ctx, int32_t src, int32_t tag)
 {

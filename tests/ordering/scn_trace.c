@@ -314,6 +314,12 @@ static void handle_trace(scn_runner *run, rank_rt *rk,
         if (ev->pkt != QUAY_PKT_EAGER && ev->pkt != QUAY_PKT_RTS && ev->pkt != QUAY_PKT_SC &&
             ev->pkt != QUAY_PKT_ANY_FLAG)
             return;
+        if (is_inline_pkt(ev) && (ev->ctx & SCN_CTX_COLL) && s->ncinst > 0) {
+            /* A collective step the engine took by copy: a schedule's
+             * message with no request (scn_coll.c, as below). */
+            seq_add(run, rk->rank, ev->peer, SCN_CTX_COLL, ev->seq, -1, 0);
+            return;
+        }
         if (is_inline_pkt(ev)) {
             sl = inline_next(rk);
             if (sl < 0) {
