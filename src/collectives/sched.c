@@ -662,7 +662,8 @@ static int step_run(coll_sched *s, uint32_t i)
                 coll_notify(e, comm_world(s->comm, st->peer));
             break;
         }
-        /* fall through: as a request */
+        /* (not taken so: posted as a request, as a receive is) */
+        /* fall through */
     case CS_RECV:
         st->state = CST_RUNNING;
         s->nrunning++;
