@@ -96,43 +96,51 @@ typedef struct coll_sched {
     coll_step *steps;
     uint32_t *succ;
     uint32_t *ready;   /* stack of steps ready to start */
+    uint8_t *tmp;
+    uint32_t nsteps;
+
+    /* One call's state, from nready up to (not including) run_end: zeroed
+     * whenever a schedule is taken for a call (sched_blank), reused or
+     * not. A field that a call sets or changes belongs here. */
     uint32_t nready;
     uint32_t ndone;
     uint32_t nrunning; /* sends and receives in flight */
     uint32_t tagbase;  /* (sequence number & 0xFFFF) << 15 */
     int error;         /* first failure: no more steps start */
-    uint32_t nsteps;
     const uint8_t *sbuf;
     uint8_t *rbuf;
-    uint8_t *tmp;
     quay_req *ureq;    /* the user's request (RK_COLL) */
     int32_t rank, size;/* our rank and the size of the communicator */
     uint8_t offloaded; /* an agent's: its end is reported with cookie */
-
+    uint8_t reused;    /* taken spare with its steps: nothing to build */
+    uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
+    uint8_t ended;     /* early, failed before its call: kept for the call */
+    int cancelled;     /* after it: the pending receives were cancelled */
+    int err;           /* building: out of memory */
     qlink link;        /* coll_state.active (or .spare) */
     qlink elink;       /* coll_state.early: started by an arrival, not yet called */
     uint32_t gate;     /* a step that waits for the local call, or CS_NONE */
-    uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
-    uint8_t ended;     /* early, failed before its call: kept for the call */
-    size_t bypass_len; /* early: the length the arrival said (bypass reduce: always) */
-    int32_t bypass_root; /* early bcast: the root the arrival said */
     uint32_t byp_own;  /* bypass reduce: "mine op children's", or CS_NONE */
     uint32_t byp_final;/* bypass reduce: the result's last move (a placeholder
                           until coll_reduce_bypass_claim) */
-    uint32_t cap;
-    uint32_t *edges;   /* building: pairs (before, after); then succ lists */
-    uint32_t nedges, ecap;
-    uint32_t succ_cap, ready_cap; /* allocated lengths (kept when spare) */
-    size_t tmp_cap;
-    size_t tmp_len;
+    int32_t bypass_root; /* early bcast: the root the arrival said */
+    size_t bypass_len; /* early: the length the arrival said (bypass reduce: always) */
     quay_op op;
     quay_dtype dt;
     size_t esize;      /* element size of dt (reductions) */
     uint64_t cookie;
-    int cancelled;     /* after it: the pending receives were cancelled */
-    int err;           /* building: out of memory */
+    uint32_t nedges;   /* building: edges so far (0 once linked) */
+
+    /* Kept while spare: the arrays, their capacities, and what the steps
+     * were built for. */
+    uint32_t run_end;  /* (marks the end of the call's state; unused) */
+    uint32_t cap;
+    uint32_t *edges;   /* building: pairs (before, after); then succ lists */
+    uint32_t ecap;
+    uint32_t succ_cap, ready_cap; /* allocated lengths */
+    size_t tmp_cap;
+    size_t tmp_len;
     coll_shape shape;  /* what the steps were built for (kind 0: unknown) */
-    uint8_t reused;    /* taken spare with its steps: nothing to build */
 } coll_sched;
 
 /* ---- building (sched.c) ---------------------------------------------------- */

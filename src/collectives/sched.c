@@ -24,6 +24,7 @@
 #include "collectives/ops.h"
 
 static void sched_progress(quay_engine *e);
+static int sched_run(coll_sched *s);
 /* What a failed send or receive makes of the schedule: a cancelled one
  * (the peer failed) and an abort (see send_abort: one byte where nothing
  * was due) mean a member failed. */
@@ -241,31 +242,15 @@ static coll_sched *sched_blank(quay_engine *e, const coll_shape *want)
     ql_remove(n);
     e->coll.st->nspare--;
     s = QUAY_CONTAINER_OF(n, coll_sched, link);
-    /* Its arrays (and, reused as it is, its steps) are kept: these fields
-     * only, not a copy of the whole schedule. */
-    coll_step *steps = s->steps;
-    uint32_t *edges = s->edges, *succ = s->succ, *ready = s->ready;
-    uint8_t *tmp = s->tmp;
-    uint32_t cap = s->cap, ecap = s->ecap, succ_cap = s->succ_cap, ready_cap = s->ready_cap;
-    uint32_t nsteps = s->nsteps;
-    size_t tmp_cap = s->tmp_cap, tmp_len = s->tmp_len;
-    coll_shape shape = s->shape;
-    memset(s, 0, sizeof *s);
-    s->steps = steps;
-    s->cap = cap;
-    s->edges = edges;
-    s->ecap = ecap;
-    s->succ = succ;
-    s->succ_cap = succ_cap;
-    s->ready = ready;
-    s->ready_cap = ready_cap;
-    s->tmp = tmp;
-    s->tmp_cap = tmp_cap;
+    /* Its arrays (and, reused as it is, its steps) are kept: only the
+     * call's state is cleared. */
+    memset(&s->nready, 0, offsetof(coll_sched, run_end) - offsetof(coll_sched, nready));
     if (reuse) {
-        s->nsteps = nsteps;
-        s->tmp_len = tmp_len;
-        s->shape = shape;
         s->reused = 1;
+    } else {
+        s->nsteps = 0;
+        s->tmp_len = 0;
+        memset(&s->shape, 0, sizeof s->shape);
     }
     return s;
 }
@@ -385,7 +370,7 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc)
 
 coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *shape, int *rc)
 {
-    if (coll_install(e) == NULL) {
+    if (e->coll.st == NULL && coll_install(e) == NULL) {
         *rc = QUAY_ENOMEM;
         return NULL;
     }
@@ -511,8 +496,9 @@ static int sched_prepare(coll_sched *s)
 }
 
 /* Prepare s and make it a running schedule with messages tagged tagbase:
- * its request COLL, counted, its ready steps queued. */
-static int sched_activate(coll_sched *s, uint32_t tagbase)
+ * its request COLL, counted; queued: its ready steps wait for the
+ * progress hook (else the caller runs them). */
+static int sched_activate(coll_sched *s, uint32_t tagbase, int queued)
 {
     quay_engine *e = s->e;
     int rc = sched_prepare(s);
@@ -523,14 +509,16 @@ static int sched_activate(coll_sched *s, uint32_t tagbase)
     ql_push_tail(&e->coll.st->active, &s->link);
     e->coll.st->nactive++;
     e->st.coll_started++;
-    ql_push_tail(&e->coll.ready, &s->rlink);
-    work_rare(e);
+    if (queued) {
+        ql_push_tail(&e->coll.ready, &s->rlink);
+        work_rare(e);
+    }
     return 0;
 }
 
 int sched_start_early(coll_sched *s, uint32_t tagbase)
 {
-    int rc = sched_activate(s, tagbase);
+    int rc = sched_activate(s, tagbase, 1);
     if (rc == 0) {
         ql_push_tail(&s->e->coll.st->early, &s->elink);
         s->e->st.coll_bypassed++;
@@ -567,12 +555,14 @@ int sched_start(coll_sched *s, quay_req **req)
      * communicator alike, so it names the same call everywhere. */
     quay_comm *c = s->ureq->comm;
     quay_engine *e = s->e;
-    int rc = sched_activate(s, (c->coll_seq & 0xFFFFu) << 15);
+    int rc = sched_activate(s, (c->coll_seq & 0xFFFFu) << 15, 0);
     if (rc != 0)
         return rc;
     c->coll_seq++;
     *req = s->ureq;
-    sched_progress(e);
+    sched_run(s); /* (it may finish here: the request completes) */
+    if (coll_has_ready(&e->coll))
+        sched_progress(e); /* what its steps made ready elsewhere */
     return 0;
 }
 
