@@ -53,9 +53,15 @@
  *                          (default 20 microseconds; 0: block at once)
  *   QUAY_CROWDED           0: never take the cores for crowded; 1: always;
  *                          unset: find out at run time
+ *   QUAY_ASYNC_PROGRESS    1: progress on a thread of the runtime's own
+ *                          while the program computes (qrt_async_start;
+ *                          the MPI binding starts it at MPI_Init, a
+ *                          program of its own asks qrt_async_requested);
+ *                          default 0, off
  *
  * One runtime per process; it is not thread-safe (the engine's contract),
- * and it installs no signal handlers and starts no threads.
+ * and it installs no signal handlers and starts no threads unless asked
+ * to (qrt_async_start, below).
  *
  * Installed as <quay/quay_rt.h>, with libquay_rt: CMake quay::rt (or
  * quay::rt_static), pkg-config quay-rt.
@@ -174,6 +180,42 @@ __attribute__((noreturn))
 #endif
 QRT_API void qrt_abort(qrt *rt, int code, const char *msg);
 
+/**
+ * Asynchronous progress, off unless started. qrt_async_start starts a
+ * thread of the runtime's own that drives the engine while the program
+ * does not (what qrt_progress does), so rendezvous transfers and
+ * non-blocking collectives advance while the program computes. From then
+ * on the engine is shared: the program calls quay and the runtime from
+ * one thread only, holding qrt_lock around every call that touches the
+ * engine, its communicators and requests, or the transport (every quay_*
+ * call and every qrt_* call except qrt_rank, qrt_size, qrt_caps,
+ * qrt_config_flags, qrt_transport_name, qrt_abort and these below).
+ * Engine callbacks (a quay_op's function) may then run on the progress
+ * thread, which holds the lock while it steps. It steps only while the
+ * program neither holds nor waits for the lock, one short step that
+ * does not block at a time, and naps in between.
+ * Returns 0 (also when already running), QUAY_EINVAL, QUAY_ENOMEM or
+ * QUAY_EINTERNAL (no thread). Call it without holding the lock.
+ */
+QRT_API int qrt_async_start(qrt *rt);
+/**
+ * Stop the progress thread and wait for it to end (nothing if none runs);
+ * call it without holding the lock. Afterwards qrt_lock does nothing and
+ * one thread drives again. qrt_finalize stops it first. Returns 0, or the
+ * engine's fatal code if the thread met one (it stops stepping then).
+ */
+QRT_API int qrt_async_stop(qrt *rt);
+/** 1 while the progress thread runs, else 0. */
+QRT_API int qrt_async_running(const qrt *rt);
+/** 1 if QUAY_ASYNC_PROGRESS=1 asks for asynchronous progress, else 0. */
+QRT_API int qrt_async_requested(const qrt *rt);
+/** Take / release the runtime's lock (not recursive; from the program's
+ *  one thread); nothing while no progress thread runs. qrt_unlock first
+ *  executes the actions the engine queued meanwhile (as qrt_flush), so
+ *  what a call started leaves at once. */
+QRT_API void qrt_lock(qrt *rt);
+QRT_API void qrt_unlock(qrt *rt);
+
 /** qrt_wait for each of reqs[0..n); sts may be NULL. */
 QRT_API int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts);
 
@@ -185,6 +227,7 @@ QRT_API int qrt_wait_all(qrt *rt, int n, quay_req *const *reqs, quay_status *sts
  * transport. Every request should be complete and freed before (MPI's
  * rule); packets that arrive for nobody are dropped. Returns 0, or the
  * engine's fatal code (everything is freed either way). NULL is ok.
+ * A progress thread is stopped first (call it without holding the lock).
  */
 QRT_API int qrt_finalize(qrt *rt);
 

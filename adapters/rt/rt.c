@@ -15,6 +15,7 @@
 
 #include "pmi_client.h"
 #include "qrt_adapter.h"
+#include "qrt_async.h"
 #include "qrt_env.h"
 #include "qrt_shm.h"
 #include "qrt_tcp.h"
@@ -52,6 +53,7 @@ struct qrt {
     int32_t peers_failed; /* peers that failed */
     int fatal;            /* the engine's fatal code, once seen */
     qpmi *pmi;            /* started by a PMI-1 process manager (Hydra) */
+    qrt_async *async;     /* the progress thread (async.c), NULL: none */
 };
 
 static uint64_t now_ns(void)
@@ -536,6 +538,8 @@ int qrt_init(const quay_config *base, qrt **prt)
     rc = env_rank(rt);
     if (rc == 0)
         rc = spin_policy(rt);
+    if (rc == 0)
+        rc = qrt_async_env_check();
     if (rc == 0) {
         rt->peer = calloc((size_t)rt->size, 1);
         rt->peers_open = rt->size - 1;
@@ -646,6 +650,11 @@ int32_t qrt_peers_failed(const qrt *rt)
     return rt != NULL ? rt->peers_failed : 0;
 }
 
+qrt_async **qrt_async_slot(qrt *rt)
+{
+    return &rt->async;
+}
+
 const char *qrt_transport_name(const qrt *rt)
 {
     return rt != NULL ? rt->t->ops->name : "";
@@ -657,6 +666,8 @@ int qrt_finalize(qrt *rt)
     int rc = 0;
     if (rt == NULL)
         return 0;
+    /* The progress thread first: from here on one thread drives. */
+    (void)qrt_async_stop(rt);
     rt->finalizing = 1;
     /* 1. Everything this rank still has to send leaves (or its peer
      *    fails): a bye must come after the last frame. (Each step ends

@@ -29,7 +29,9 @@
  * Both refuse a version below what they need with QUAY_EVERSION.
  *
  * Threading. The runtime calls a transport from one thread at a time
- * (the thread that drives it), never two calls at once. Every sink
+ * (the thread that drives it), never two calls at once. (With
+ * asynchronous progress, QUAY_ASYNC_PROGRESS=1, two threads of the
+ * runtime take turns: keep no per-thread state.) Every sink
  * function is called by the transport from inside its poll, on that
  * thread, and never from send, rdma, bye, busy, wake or close. Only wake
  * may be called from elsewhere (another thread, a signal handler). A
