@@ -60,6 +60,15 @@ static int init_common(const char *fn, int required, int *provided)
     if (provided != NULL)
         *provided = qmpi.thread_level;
     main_thread = pthread_self();
+    /* QUAY_ASYNC_PROGRESS=1: the runtime's thread progresses between
+     * calls; from here on every call locks (QMPI_ENTER). The level
+     * provided stays: only this thread may call MPI. */
+    if (QMPI_HAVE_GUARD && qrt_async_requested(qmpi.rt)) {
+        rc = qrt_async_start(qmpi.rt);
+        if (rc != 0)
+            qmpi_die(fn, "could not start asynchronous progress: %s", quay_strerror(rc));
+        qmpi.async = 1;
+    }
     qmpi.phase = QMPI_RUNNING;
     return MPI_SUCCESS;
 }
@@ -88,6 +97,13 @@ int MPI_Finalize(void)
     /* Communicators freed while busy go now if they can; the engine
      * frees the rest with itself. */
     qmpi_comms_reap();
+    /* The progress thread ends first, outside the lock; then one thread
+     * drives the runtime to its end. */
+    qmpi_guard_leave(&qmpi_guard_);
+    if (qmpi.async) {
+        qrt_async_stop(qmpi.rt);
+        qmpi.async = 0;
+    }
     int rc = qrt_finalize(qmpi.rt);
     qmpi.rt = NULL;
     qmpi.e = NULL;

@@ -202,6 +202,9 @@ typedef struct qmpi_state {
     int32_t rank, size; /* in MPI_COMM_WORLD */
     uint32_t next_ctx;  /* lowest context id this process has not used */
     double t0;          /* MPI_Wtime's origin */
+    int async;          /* the runtime's progress thread runs: calls lock */
+    uint32_t lock_depth; /* MPI calls inside MPI calls (the lock is not
+                            recursive) */
 } qmpi_state;
 
 extern qmpi_state qmpi;
@@ -222,14 +225,56 @@ QMPI_NORETURN void qmpi_exit_job(int code);
 /* "MPI_ERR_RANK" for a class. */
 const char *qmpi_class_name(int cls);
 
+/* With asynchronous progress (QUAY_ASYNC_PROGRESS=1) the runtime's
+ * thread drives the engine between MPI calls, and every MPI call holds
+ * the runtime's lock from QMPI_ENTER to its return: the scope of a guard
+ * that unlocks on every return path. One lock per call, not one around
+ * each engine call: the binding's own state (request slots holding
+ * reduction contexts the engine calls back into) is then covered too,
+ * and no path can forget it. Off, the cost is one test of qmpi.async at
+ * entry and one of g->held at return. */
+typedef struct qmpi_guard {
+    int held;
+} qmpi_guard;
+
+static inline qmpi_guard qmpi_guard_enter(void)
+{
+    qmpi_guard g = {0};
+    if (qmpi.async) {
+        g.held = 1;
+        if (qmpi.lock_depth++ == 0)
+            qrt_lock(qmpi.rt);
+    }
+    return g;
+}
+
+static inline void qmpi_guard_leave(qmpi_guard *g)
+{
+    if (g->held) {
+        g->held = 0;
+        if (--qmpi.lock_depth == 0)
+            qrt_unlock(qmpi.rt);
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define QMPI_HAVE_GUARD 1
+#define QMPI_GUARD __attribute__((cleanup(qmpi_guard_leave), unused))
+#else
+#define QMPI_HAVE_GUARD 0 /* no scoped lock: asynchronous progress stays off */
+#define QMPI_GUARD
+#endif
+
 /* Every public function except the few allowed before Init / after
- * Finalize starts with this. */
+ * Finalize starts with this; with asynchronous progress the call holds
+ * the runtime's lock until it returns (qmpi_guard_ is the guard). */
 #define QMPI_ENTER(fn)                                                                      \
     do {                                                                                    \
         if (qmpi.phase != QMPI_RUNNING)                                                     \
             qmpi_die(fn, qmpi.phase == QMPI_BEFORE ? "called before MPI_Init"               \
                                                    : "called after MPI_Finalize");          \
-    } while (0)
+    } while (0);                                                                            \
+    QMPI_GUARD qmpi_guard qmpi_guard_ = qmpi_guard_enter()
 
 /* ---- progress (progress.c) ---------------------------------------------------------- */
 
