@@ -22,7 +22,7 @@
  * while the program is in calls made the 8-byte figure 30-50 % worse;
  * every 1 ms, no measurable change), and waking it on purpose costs the
  * waker a futex wake-up, 7-38 µs measured on that VM. So nobody wakes
- * it: a call that queued packets (it started something) says whether
+ * it: every call, as it ends, says whether
  * work is in flight (`pending`: requests, complete ones not yet freed
  * included, or sends the transport holds), its own steps say the same,
  * and the thread paces itself:
@@ -60,7 +60,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include <quay/quay_trace.h>
 
 #include "qrt_async.h"
 #include "qrt_env.h"
@@ -158,9 +157,7 @@ static void nap(int64_t ns)
  * not yet freed count too) or sends the transport still holds. */
 static int in_flight(qrt *rt)
 {
-    quay_stats st;
-    quay_engine_stats(qrt_engine(rt), &st);
-    return st.reqs_in_use > 0 || st.outs_in_use > 0;
+    return quay_in_flight(qrt_engine(rt));
 }
 
 enum { STEP_OUT = -1, STEP_FATAL = -2 };
@@ -362,15 +359,13 @@ void qrt_unlock(qrt *rt)
     if (a == NULL)
         return;
     /* What the call queued leaves now, not when the thread next looks
-     * (a non-blocking collective's first packets). A call that queued
-     * something started work: is it still in flight? (Calls that queue
-     * nothing skip the engine's counters; the thread's own steps also
-     * tell it.) */
-    if (quay_has_actions(qrt_engine(rt))) {
+     * (a non-blocking collective's first packets); and what it left in
+     * flight (a request it started, or one that sent before returning)
+     * tells the thread to be ready for it. */
+    if (quay_has_actions(qrt_engine(rt)))
         qrt_flush(rt);
-        if (in_flight(rt))
-            atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
-    }
+    if (in_flight(rt))
+        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
     atomic_store_explicit(&a->gate, g + 1, memory_order_release);
 }

@@ -579,6 +579,13 @@ typedef struct quay_action {
  *  a loop that pulls only when this says so still learns of it. */
 QUAY_API int quay_has_actions(const quay_engine *e);
 
+/** 1 while work is in flight on any channel: a request in use (a complete
+ *  one not yet freed included) or a packet the transport has not
+ *  reported done (quay_on_op_done); else 0 (and for NULL). Cheap; no
+ *  effect. An embedder with a progress thread of its own asks it to know
+ *  whether progress between the program's calls can move anything. */
+QUAY_API int quay_in_flight(const quay_engine *e);
+
 /**
  * Pull the next action: 1 and *a filled, 0 when there is none now, or a
  * negative code (QUAY_EINVAL for NULL arguments, or the engine's sticky

@@ -408,6 +408,17 @@ int quay_has_actions(const quay_engine *e)
     return 0;
 }
 
+int quay_in_flight(const quay_engine *e)
+{
+    if (e == NULL)
+        return 0;
+    e = e->root;
+    for (uint32_t k = 0; k < e->nchans; k++)
+        if (e->chans[k]->reqs_used != 0 || e->chans[k]->outs_used != 0)
+            return 1;
+    return 0;
+}
+
 /* Channels take turns, one action each, so none starves another. Out of
  * line: the single-channel pull stays a tail call. */
 static QUAY_NOINLINE int next_action_channels(quay_engine *e, quay_action *a)
