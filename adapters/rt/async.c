@@ -41,12 +41,16 @@
  * With a spare core for every rank's thread (qrt_cores_spare: twice as
  * many cores as ranks on the host, none crowded by other programs, or
  * QUAY_ASYNC_SPIN=1) the thread is hot while work has been in flight
- * within BUSY_NS: it never naps, stepping as soon as the program leaves
- * a call and again at once when a step did nothing. Its core is its own,
- * so a poll costs nobody, and a transfer's round trips (a rendezvous
- * answered, a collective's next step started) happen within a step's
- * time instead of a nap's, which is what overlap with short computations
- * needs. With nothing in flight it naps as above. The thread never blocks in the
+ * within BUSY_NS: it never naps. It looks at the gate every HOT_LOOK_NS
+ * (reading it more often would take its cache line from the program at
+ * each call) and steps once the program has been away HOT_AWAY_NS, then
+ * steps on while the program stays away. So a transfer's round trips (a
+ * rendezvous answered, a collective's next step started) happen within
+ * a microsecond or two of computation instead of a nap's time, while a
+ * program in a loop of calls (a window of sends, a ping-pong) never
+ * meets the thread in the engine: measured on 16 cores, stepping as soon
+ * as the program left a call cut osu_mbw_mr to a third. With nothing in
+ * flight it naps as above. The thread never blocks in the
  * transport: that would hold the engine while it sleeps, and the
  * program's next call would wait for it to be woken and scheduled
  * (120-330 µs on the loaded 2-core VM, measured).
@@ -70,6 +74,10 @@
 #define NAP_CALL_MAX_NS 1000000LL
 #define NAP_CALL_BUSY_MAX_NS 10000LL
 #define COLD_NS 200000ULL
+/* Hot (spare cores): the program away this long before the thread steps,
+ * and how often it looks at the gate meanwhile. */
+#define HOT_AWAY_NS 1000ULL
+#define HOT_LOOK_NS 300ULL
 #define BUSY_NS 1000000ULL
 /* Steps in a row that did something before the thread yields once. */
 #define YIELD_EVERY 32
@@ -135,11 +143,14 @@ static int hot(const qrt_async *a, uint64_t now, uint64_t busy_until)
     return now < busy_until && (a->spin < 0 ? qrt_cores_spare(a->rt) : a->spin);
 }
 
-static void cpu_relax(void)
+/* Spin until `until` (ns) without touching memory the program writes. */
+static void relax_until(uint64_t until)
 {
+    while (now_ns() < until) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
+    }
 }
 
 static int in_call(qrt_async *a)
@@ -216,18 +227,30 @@ static void *progress_main(void *arg)
         }
         if (atomic_exchange_explicit(&a->pending, 0, memory_order_relaxed))
             busy_until = now + BUSY_NS;
-        int h = hot(a, now, busy_until);
-        if (g & 1) {
-            pause = NAP_MIN_NS / 2;
-            if (h) {
-                cpu_relax(); /* back at the call's end, not a nap later */
+        if (hot(a, now, busy_until)) {
+            pause = incall = NAP_MIN_NS / 2;
+            /* Only once the program has been away HOT_AWAY_NS: between
+             * the calls of a loop it is back at once, and a step there
+             * would make its next call wait and move the engine's cache
+             * lines to this core and back. */
+            if ((g & 1) || now - since < HOT_AWAY_NS) {
+                relax_until(now + HOT_LOOK_NS);
                 continue;
             }
+            int rc = step(a);
+            if (rc == STEP_FATAL)
+                break; /* the program's next call says so */
+            if (rc == 0)
+                relax_until(now + HOT_LOOK_NS);
+            continue;
+        }
+        if (g & 1) {
+            pause = NAP_MIN_NS / 2;
             incall = doubled(incall, now < busy_until ? NAP_CALL_BUSY_MAX_NS : NAP_CALL_MAX_NS);
             nap(incall);
             continue;
         }
-        if (fresh && !h) {
+        if (fresh) {
             nap(NAP_MIN_NS);
             continue;
         }
@@ -243,10 +266,6 @@ static void *progress_main(void *arg)
         busy = 0;
         if (rc == STEP_OUT)
             continue; /* the program's call began meanwhile */
-        if (h) {
-            cpu_relax();
-            continue;
-        }
         pause = doubled(pause, now - since < COLD_NS ? NAP_AWAY_MAX_NS : NAP_IDLE_MAX_NS);
         nap(pause);
     }
