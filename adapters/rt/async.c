@@ -43,7 +43,8 @@
  * QUAY_ASYNC_SPIN=1) the thread is hot while work has been in flight
  * within BUSY_NS: it never naps. It looks at the gate every HOT_LOOK_NS
  * (reading it more often would take its cache line from the program at
- * each call) and steps once the program has been away HOT_AWAY_NS, then
+ * each call; doubling to HOT_LOOK_MAX_NS while every look finds the gate
+ * moved) and steps once the program has been away HOT_AWAY_NS, then
  * steps on while the program stays away. So a transfer's round trips (a
  * rendezvous answered, a collective's next step started) happen within
  * a microsecond or two of computation instead of a nap's time, while a
@@ -59,8 +60,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -78,6 +81,9 @@
  * and how often it looks at the gate meanwhile. */
 #define HOT_AWAY_NS 1000ULL
 #define HOT_LOOK_NS 300ULL
+/* ... doubling to this while every look finds the gate moved (a loop of
+ * calls: each look costs the program's next call a cache miss). */
+#define HOT_LOOK_MAX_NS 4000ULL
 #define BUSY_NS 1000000ULL
 /* Steps in a row that did something before the thread yields once. */
 #define YIELD_EVERY 32
@@ -88,17 +94,23 @@
 #define WAIT_YIELD_NS 20000ULL
 #define WAIT_RECHECK_NS 1000000LL
 
+/* The program's thread writes its line at every call, the progress
+ * thread its own at every step: apart, so that neither write takes the
+ * other's line (a hot thread reads the gate's line every few hundred
+ * nanoseconds; sharing it with `inside` cost a miss per call). */
 struct qrt_async {
-    qrt *rt;
+    /* written by the program's thread */
+    alignas(64) atomic_uint gate; /* odd while the program is in a call */
+    atomic_int pending;           /* work was seen in flight (taken by the thread) */
+    /* written by the progress thread */
+    alignas(64) atomic_int inside; /* the progress thread steps */
+    atomic_int fatal;              /* the engine's fatal code, if the thread met one */
+    /* rarely written */
+    alignas(64) qrt *rt;
     int spin;                /* QUAY_ASYNC_SPIN: -1 decide (spare cores), 0, 1 */
     pthread_t thread;
-    atomic_uint gate;        /* odd while the program is in a call; written
-                                by the program's thread only */
-    atomic_int inside;       /* the progress thread steps */
     atomic_int waiting;      /* the program's thread sleeps until !inside */
     atomic_int stop;
-    atomic_int fatal;        /* the engine's fatal code, if the thread met one */
-    atomic_int pending;      /* work was seen in flight (taken by the thread) */
     pthread_mutex_t wait_mu; /* with wait_cv: the program's thread waiting */
     pthread_cond_t wait_cv;
 };
@@ -135,6 +147,13 @@ int qrt_async_requested(const qrt *rt)
     uint64_t v = 0;
     (void)rt;
     return qrt_env_u64("QUAY_ASYNC_PROGRESS", 0, 1, &v) == 0 && v == 1;
+}
+
+/* Work is in flight: say so (a store only when it changes something). */
+static void note_pending(qrt_async *a)
+{
+    if (!atomic_load_explicit(&a->pending, memory_order_relaxed))
+        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
 }
 
 /* Hot: work in flight lately, and a core of its own to poll on. */
@@ -187,7 +206,7 @@ static int step(qrt_async *a)
     if (!in_call(a)) {
         rc = qrt_progress(a->rt, 0);
         if (rc >= 0 && in_flight(a->rt))
-            atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
+            note_pending(a);
     }
     /* (seq_cst, as wait_out's `waiting`) */
     atomic_store(&a->inside, 0);
@@ -216,6 +235,7 @@ static void *progress_main(void *arg)
     uint64_t busy_until = 0;   /* work was in flight lately */
     int64_t incall = NAP_MIN_NS, pause = NAP_MIN_NS; /* naps in calls, away */
     uint32_t busy = 0;
+    uint64_t look = HOT_LOOK_NS; /* hot: time between looks at the gate */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     while (!atomic_load(&a->stop)) {
         unsigned g = atomic_load(&a->gate);
@@ -225,7 +245,11 @@ static void *progress_main(void *arg)
             seen = g;
             since = now;
         }
-        if (atomic_exchange_explicit(&a->pending, 0, memory_order_relaxed))
+        /* (taken only once the busy time is half spent, and only when
+         * set: a write here every loop would take the program's line) */
+        if (now + BUSY_NS / 2 >= busy_until &&
+            atomic_load_explicit(&a->pending, memory_order_relaxed) &&
+            atomic_exchange_explicit(&a->pending, 0, memory_order_relaxed))
             busy_until = now + BUSY_NS;
         if (hot(a, now, busy_until)) {
             pause = incall = NAP_MIN_NS / 2;
@@ -233,8 +257,10 @@ static void *progress_main(void *arg)
              * the calls of a loop it is back at once, and a step there
              * would make its next call wait and move the engine's cache
              * lines to this core and back. */
+            look = fresh ? (look * 2 > HOT_LOOK_MAX_NS ? HOT_LOOK_MAX_NS : look * 2)
+                         : HOT_LOOK_NS;
             if ((g & 1) || now - since < HOT_AWAY_NS) {
-                relax_until(now + HOT_LOOK_NS);
+                relax_until(now + look);
                 continue;
             }
             int rc = step(a);
@@ -286,9 +312,11 @@ int qrt_async_start(qrt *rt)
     qrt_async **slot = qrt_async_slot(rt);
     if (*slot != NULL)
         return 0;
-    qrt_async *a = calloc(1, sizeof *a);
+    /* (aligned: its lines are the program's and the thread's apart) */
+    qrt_async *a = aligned_alloc(alignof(qrt_async), sizeof *a);
     if (a == NULL)
         return QUAY_ENOMEM;
+    memset(a, 0, sizeof *a);
     a->rt = rt;
     uint64_t v;
     a->spin = qrt_env_u64("QUAY_ASYNC_SPIN", 0, 1, &v) == 0 ? (int)v : -1;
@@ -384,7 +412,7 @@ void qrt_unlock(qrt *rt)
     if (quay_has_actions(qrt_engine(rt)))
         qrt_flush(rt);
     if (in_flight(rt))
-        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
+        note_pending(a);
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
     atomic_store_explicit(&a->gate, g + 1, memory_order_release);
 }
