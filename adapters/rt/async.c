@@ -43,8 +43,7 @@
  * QUAY_ASYNC_SPIN=1) the thread is hot while work has been in flight
  * within BUSY_NS: it never naps. It looks at the gate every HOT_LOOK_NS
  * (reading it more often would take its cache line from the program at
- * each call; doubling to HOT_LOOK_MAX_NS while every look finds the gate
- * moved) and steps once the program has been away HOT_AWAY_NS, then
+ * each call) and steps once the program has been away HOT_AWAY_NS, then
  * steps on while the program stays away. So a transfer's round trips (a
  * rendezvous answered, a collective's next step started) happen within
  * a microsecond or two of computation instead of a nap's time, while a
@@ -81,9 +80,6 @@
  * and how often it looks at the gate meanwhile. */
 #define HOT_AWAY_NS 1000ULL
 #define HOT_LOOK_NS 300ULL
-/* ... doubling to this while every look finds the gate moved (a loop of
- * calls: each look costs the program's next call a cache miss). */
-#define HOT_LOOK_MAX_NS 4000ULL
 #define BUSY_NS 1000000ULL
 /* Steps in a row that did something before the thread yields once. */
 #define YIELD_EVERY 32
@@ -235,7 +231,6 @@ static void *progress_main(void *arg)
     uint64_t busy_until = 0;   /* work was in flight lately */
     int64_t incall = NAP_MIN_NS, pause = NAP_MIN_NS; /* naps in calls, away */
     uint32_t busy = 0;
-    uint64_t look = HOT_LOOK_NS; /* hot: time between looks at the gate */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     while (!atomic_load(&a->stop)) {
         unsigned g = atomic_load(&a->gate);
@@ -257,10 +252,8 @@ static void *progress_main(void *arg)
              * the calls of a loop it is back at once, and a step there
              * would make its next call wait and move the engine's cache
              * lines to this core and back. */
-            look = fresh ? (look * 2 > HOT_LOOK_MAX_NS ? HOT_LOOK_MAX_NS : look * 2)
-                         : HOT_LOOK_NS;
             if ((g & 1) || now - since < HOT_AWAY_NS) {
-                relax_until(now + look);
+                relax_until(now + HOT_LOOK_NS);
                 continue;
             }
             int rc = step(a);
@@ -405,12 +398,14 @@ void qrt_unlock(qrt *rt)
     qrt_async *a = rt != NULL ? *qrt_async_slot(rt) : NULL;
     if (a == NULL)
         return;
-    /* What the call queued leaves now, not when the thread next looks
-     * (a non-blocking collective's first packets); and what it left in
-     * flight (a request it started, or one that sent before returning)
-     * tells the thread to be ready for it. */
-    if (quay_has_actions(qrt_engine(rt)))
-        qrt_flush(rt);
+    /* What the call left in flight (a request it started, a packet it
+     * queued) tells the thread to be ready for it. What it queued is not
+     * flushed here: the binding sends what must leave at the call itself
+     * (a collective's first packets, the first send of a burst) and holds
+     * the rest of a burst to leave as one train (docs/mpi.md), which a
+     * flush at every call would undo (measured on 16 cores: osu_mbw_mr
+     * 8 B at 0.6 of its rate without the thread). The thread sends it if
+     * the program goes away first. */
     if (in_flight(rt))
         note_pending(a);
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
