@@ -38,10 +38,11 @@
  * Naps are nanosleeps with the thread's timer slack at 1 µs (else a 2 µs
  * one lasts the default 50 µs).
  *
- * With a spare core for every rank's thread (qrt_cores_spare: twice as
- * many cores as ranks on the host, none crowded by other programs, or
- * QUAY_ASYNC_SPIN=1) the thread is hot while work has been in flight
- * within BUSY_NS: it never naps. It looks at the gate every HOT_LOOK_NS
+ * With a spare core for every rank's thread (qrt_cores_spare: this
+ * process may run on twice as many cores as there are ranks on the host;
+ * QUAY_ASYNC_SPIN=1 forces it, 0 forbids it where other programs want
+ * the cores) the thread is hot while work has been in flight within
+ * BUSY_NS: it never naps. It looks at the gate every HOT_LOOK_NS
  * (reading it more often would take its cache line from the program at
  * each call) and steps once the program has been away HOT_AWAY_NS, then
  * steps on while the program stays away. So a transfer's round trips (a
@@ -50,10 +51,11 @@
  * program in a loop of calls (a window of sends, a ping-pong) never
  * meets the thread in the engine: measured on 16 cores, stepping as soon
  * as the program left a call cut osu_mbw_mr to a third. With nothing in
- * flight it naps as above. The thread never blocks in the
- * transport: that would hold the engine while it sleeps, and the
- * program's next call would wait for it to be woken and scheduled
- * (120-330 µs on the loaded 2-core VM, measured).
+ * flight it naps as above.
+ *
+ * The thread never blocks in the transport: that would hold the engine
+ * while it sleeps, and the program's next call would wait for it to be
+ * woken and scheduled (120-330 µs on the loaded 2-core VM, measured).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -103,7 +105,7 @@ struct qrt_async {
     atomic_int fatal;              /* the engine's fatal code, if the thread met one */
     /* rarely written */
     alignas(64) qrt *rt;
-    int spin;                /* QUAY_ASYNC_SPIN: -1 decide (spare cores), 0, 1 */
+    int spin;                /* hot allowed: QUAY_ASYNC_SPIN, else spare cores */
     pthread_t thread;
     atomic_int waiting;      /* the program's thread sleeps until !inside */
     atomic_int stop;
@@ -155,7 +157,7 @@ static void note_pending(qrt_async *a)
 /* Hot: work in flight lately, and a core of its own to poll on. */
 static int hot(const qrt_async *a, uint64_t now, uint64_t busy_until)
 {
-    return now < busy_until && (a->spin < 0 ? qrt_cores_spare(a->rt) : a->spin);
+    return a->spin && now < busy_until;
 }
 
 /* Spin until `until` (ns) without touching memory the program writes. */
@@ -312,7 +314,7 @@ int qrt_async_start(qrt *rt)
     memset(a, 0, sizeof *a);
     a->rt = rt;
     uint64_t v;
-    a->spin = qrt_env_u64("QUAY_ASYNC_SPIN", 0, 1, &v) == 0 ? (int)v : -1;
+    a->spin = qrt_env_u64("QUAY_ASYNC_SPIN", 0, 1, &v) == 0 ? (int)v : qrt_cores_spare(rt);
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) {
         free(a);

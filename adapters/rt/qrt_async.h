@@ -13,9 +13,9 @@ typedef struct qrt_async qrt_async;
 /* rt.c: where the runtime keeps its progress thread (NULL: none). */
 qrt_async **qrt_async_slot(qrt *rt);
 
-/* rt.c: the host has a spare core for every rank's progress thread (at
- * least twice as many cores as ranks here, and no other program's
- * threads crowding them: the wait policy's verdict, qrt_wait.h). */
+/* rt.c: the host has a spare core for every rank's progress thread: at
+ * least twice as many cores as ranks here (fixed at start; asked before
+ * the thread starts, so that it reads nothing the waits write). */
 int qrt_cores_spare(const qrt *rt);
 
 /* Check QUAY_ASYNC_PROGRESS (0 or 1): 0, or QUAY_EINVAL after a message

@@ -658,7 +658,7 @@ qrt_async **qrt_async_slot(qrt *rt)
 int qrt_cores_spare(const qrt *rt)
 {
     const qrt_waitpol *p = &rt->wait;
-    return !p->crowded && p->local > 0 && p->allowed / 2 >= p->local;
+    return p->local > 0 && p->allowed / 2 >= p->local;
 }
 
 const char *qrt_transport_name(const qrt *rt)
