@@ -58,6 +58,9 @@
  *                          the MPI binding starts it at MPI_Init, a
  *                          program of its own asks qrt_async_requested);
  *                          default 0, off
+ *   QUAY_ASYNC_SPIN        1: that thread polls without napping while work
+ *                          is in flight; 0: it naps; unset: it polls when
+ *                          twice as many cores as ranks here are allowed
  *
  * One runtime per process; it is not thread-safe (the engine's contract),
  * and it installs no signal handlers and starts no threads unless asked
