@@ -22,6 +22,9 @@
 # Environment: BUILD (default build-bench) must have mpi/quaycc and
 # tools/quayrun (configured with -DQUAY_MPI=ON, the default); OSU is built
 # in $BUILD/osu/quay and $BUILD/osu/mpich once (delete them to rebuild).
+# Trees built once run anywhere they are copied with quay's and MPICH's
+# libraries (LD_LIBRARY_PATH) and mpiexec: neither mpicc nor the OSU
+# source is needed there (OSU_SOURCE_DIR is then only a name).
 #
 # What is recorded, per benchmark and size (CSV round,impl,bench,size,value
 # in $BUILD/osu/osu.csv):
@@ -58,26 +61,31 @@ while [ $# -gt 0 ]; do
 done
 SRC=${1:?usage: bench/osu.sh [options] OSU_SOURCE_DIR [BENCH...] (--help)}
 shift
-SRC=$(cd "$SRC" && pwd)
+SRC=$(cd "$SRC" 2>/dev/null && pwd || echo "$SRC")
 BENCHES=("$@")
 [ ${#BENCHES[@]} -gt 0 ] ||
     BENCHES=(osu_latency osu_bw osu_mbw_mr osu_bcast osu_barrier osu_allreduce)
-[ -x "$SRC/configure" ] || { echo "osu.sh: $SRC has no configure (an OSU source tree?)" >&2; exit 1; }
 
 BUILD=${BUILD:-$ROOT/build-bench}
 BUILD=$(cd "$BUILD" && pwd)
 QCC=$BUILD/mpi/quaycc
 QR=$BUILD/tools/quayrun
-for f in "$QCC" "$QR"; do
-    [ -x "$f" ] || { echo "osu.sh: $f missing (build quay in $BUILD first)" >&2; exit 1; }
-done
+OUT=$BUILD/osu
+# An OSU tree already built ($OUT/quay, $OUT/mpich, each with .built) is
+# run as it is: copied with quay's library, MPICH's and mpiexec to a
+# machine without compilers or the OSU source, it needs neither.
+built() { [ -f "$OUT/$1/.built" ]; }
+[ -x "$QR" ] || { echo "osu.sh: $QR missing (build quay in $BUILD first)" >&2; exit 1; }
+built quay || [ -x "$QCC" ] || { echo "osu.sh: $QCC missing (build quay in $BUILD first)" >&2; exit 1; }
 IMPLS=(quay)
 if [ "$QUAY_ONLY" = 0 ]; then
-    command -v mpicc >/dev/null && command -v mpiexec >/dev/null ||
+    command -v mpiexec >/dev/null && { built mpich || command -v mpicc >/dev/null; } ||
         { echo "osu.sh: mpicc / mpiexec not found (Debian: mpich libmpich-dev), or --quay-only" >&2; exit 1; }
     IMPLS=(mpich quay)
 fi
-OUT=$BUILD/osu
+if ! built quay || { [ "$QUAY_ONLY" = 0 ] && ! built mpich; }; then
+    [ -x "$SRC/configure" ] || { echo "osu.sh: $SRC has no configure (an OSU source tree?)" >&2; exit 1; }
+fi
 mkdir -p "$OUT"
 
 # Build OSU with each compiler, out of tree, only the MPI benchmarks.
@@ -95,7 +103,7 @@ build_osu() { # impl cc
     touch "$dir/.built"
 }
 build_osu quay "$QCC"
-[ "$QUAY_ONLY" = 1 ] || build_osu mpich "$(command -v mpicc)"
+[ "$QUAY_ONLY" = 1 ] || built mpich || build_osu mpich "$(command -v mpicc)"
 
 # The program of a benchmark in an OSU build.
 prog() { # impl bench
