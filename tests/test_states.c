@@ -1658,6 +1658,49 @@ static void t_in_flight(void)
     finish();
 }
 
+/* The context index (comm.c) against a model: communicators created and
+ * freed in a seeded order until the pool is full and empty again, every
+ * context looked up after each change: a live one found in its slot, a
+ * freed or never made one not; each creation takes the lowest free slot. */
+static void t_comm_index(void)
+{
+    if (!setup(2))
+        return;
+    quay_engine *e = T.e[0];
+    enum { NCTX = 400 };
+    static quay_comm *live[NCTX];
+    memset(live, 0, sizeof live);
+    const int32_t me = 0;
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    int bad = 0, made = 0, full = 0;
+    for (int step = 0; step < 4000 && !bad; step++) {
+        uint32_t ctx = 1 + tn_rnd(&rng, NCTX - 1);
+        if (live[ctx] != NULL) {
+            bad |= quay_comm_free(e, live[ctx]) != 0;
+            live[ctx] = NULL;
+        } else {
+            uint32_t lowest = 0;
+            while (lowest < e->ncomms_max && e->comms[lowest].in_use)
+                lowest++;
+            quay_comm *c = NULL;
+            int rc = quay_comm_create(e, ctx, 1, &me, &c);
+            if (rc == QUAY_EAGAIN) {
+                full++;
+                continue;
+            }
+            bad |= rc != 0 || c != &e->comms[lowest];
+            live[ctx] = c;
+            made++;
+        }
+        for (uint32_t k = 1; k < NCTX && !bad; k++)
+            bad |= comm_lookup(e, k) != live[k];
+    }
+    ok_msg(!bad, "lookups and slots agree with the model (%d made, %d refused full)", made,
+           full);
+    ok(full > 0); /* the pool filled up at least once */
+    finish();
+}
+
 /* ---- allocator hooks ---------------------------------------------------------------------- */
 
 typedef struct falloc {
@@ -1983,6 +2026,7 @@ int main(void)
     subtest("quay_req_free before completion", t_free_before_completion);
     subtest("a fatal engine has actions: its code", t_fatal_has_actions);
     subtest("work in flight", t_in_flight);
+    subtest("communicators by context id", t_comm_index);
     subtest("one-sided put / get", t_rdma);
     hot_path_oracle = 1;
     subtest("allocator: hot path allocation-free (oracle alongside)", t_hot_path);

@@ -5,16 +5,58 @@
  */
 #include "engine/internal.h"
 
+/* The context index's home bucket of ctx: the engine's seeded hash (a
+ * peer cannot aim its contexts at one bucket), top bits. */
+static uint32_t index_home(const quay_engine *e, uint32_t ctx)
+{
+    return (uint32_t)(comm_hkey(e->cfg.seed, ctx) >> 32) & e->ctx_index_mask;
+}
+
 quay_comm *comm_lookup_scan(quay_engine *e, uint32_t ctx)
 {
-    for (uint32_t i = 0; i < e->ncomms_max; i++) {
-        quay_comm *c = &e->comms[i];
-        if (c->in_use && c->ctx == ctx) {
+    for (uint32_t b = index_home(e, ctx);; b = (b + 1) & e->ctx_index_mask) {
+        uint32_t v = e->ctx_index[b];
+        if (v == 0)
+            return NULL; /* (the table is at most half full: an empty one comes) */
+        quay_comm *c = &e->comms[v - 1];
+        if (c->ctx == ctx) {
             e->last_comm = c;
             return c;
         }
     }
-    return NULL;
+}
+
+void comm_index_add(quay_engine *e, quay_comm *c)
+{
+    uint32_t b = index_home(e, c->ctx);
+    while (e->ctx_index[b] != 0)
+        b = (b + 1) & e->ctx_index_mask;
+    e->ctx_index[b] = (uint32_t)(c - e->comms) + 1;
+}
+
+/* Remove c, closing the gap (backward shift: no tombstones, so probes
+ * stay as short as the live entries make them). */
+static void comm_index_del(quay_engine *e, const quay_comm *c)
+{
+    uint32_t m = e->ctx_index_mask, want = (uint32_t)(c - e->comms) + 1;
+    uint32_t b = index_home(e, c->ctx);
+    while (e->ctx_index[b] != want)
+        b = (b + 1) & m;
+    for (uint32_t j = (b + 1) & m; e->ctx_index[j] != 0; j = (j + 1) & m) {
+        uint32_t h = index_home(e, e->comms[e->ctx_index[j] - 1].ctx);
+        /* j's entry may fill the gap at b unless its home lies in (b, j] */
+        if (((j - h) & m) >= ((j - b) & m)) {
+            e->ctx_index[b] = e->ctx_index[j];
+            b = j;
+        }
+    }
+    e->ctx_index[b] = 0;
+}
+
+void comm_index_clear(quay_engine *e)
+{
+    e->comm_hint = 0;
+    memset(e->ctx_index, 0, ((size_t)e->ctx_index_mask + 1) * sizeof *e->ctx_index);
 }
 
 /* Adopt orphans of this context, oldest first; drop those whose claimed
@@ -99,10 +141,13 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
         if (dup)
             return QUAY_EINVAL;
     }
+    /* The lowest free slot (deterministic, as saved contexts name slots),
+     * found from a bound below which every slot is in use. */
     quay_comm *c = NULL;
-    for (uint32_t i = 0; i < e->ncomms_max; i++) {
+    for (uint32_t i = e->comm_hint; i < e->ncomms_max; i++) {
         if (!e->comms[i].in_use) {
             c = &e->comms[i];
+            e->comm_hint = i + 1;
             break;
         }
     }
@@ -132,6 +177,7 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
     ql_init(&c->posted_wild);
     ql_init(&c->unexp_all);
     c->in_use = 1;
+    comm_index_add(e, c);
     c->internal = (uint8_t)(internal != 0);
     e->ncomms++;
     if (!internal)
@@ -145,6 +191,9 @@ int comm_create(quay_engine *e, uint32_t ctx, int32_t nranks, const int32_t *wor
 static void comm_release(quay_engine *e, quay_comm *c)
 {
     arb_comm_freed(e, c->ctx);
+    comm_index_del(e, c);
+    if ((uint32_t)(c - e->comms) < e->comm_hint)
+        e->comm_hint = (uint32_t)(c - e->comms);
     qfree(e, c->world);
     qfree(e, c->unexp_src);
     c->world = NULL;

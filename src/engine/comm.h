@@ -48,7 +48,14 @@ static inline uint64_t comm_hkey(uint64_t seed, uint32_t ctx)
 
 /* ---- communicators (comm.c) -------------------------------------------- */
 quay_comm *comm_lookup_scan(quay_engine *e, uint32_t ctx);
-/* The communicator of context ctx, or NULL: the last one found first. */
+/** Enter live communicator c in the context index (creation, restore). */
+void comm_index_add(quay_engine *e, quay_comm *c);
+/** Empty the context index (every communicator gone: context clear). */
+void comm_index_clear(quay_engine *e);
+/* The communicator of context ctx, or NULL: the last one found first,
+ * else through the context index (a seeded hash of live communicators'
+ * context ids: an unknown context costs a few probes, whatever a peer
+ * claims). */
 static inline quay_comm *comm_lookup(quay_engine *e, uint32_t ctx)
 {
     quay_comm *c = e->last_comm;

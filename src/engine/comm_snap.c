@@ -126,6 +126,7 @@ void snap_comms(snap *s)
         ql_init(&d->posted_wild);
         ql_init(&d->unexp_all);
         d->in_use = 1;
+        comm_index_add(e, d);
         e->ncomms++;
         e->ncomms_user += !d->internal;
     }

@@ -61,6 +61,7 @@ void context_clear(quay_engine *e, uint32_t key)
 {
     context_free_heap(e);
     memset(e->comms, 0, (size_t)e->ncomms_max * sizeof *e->comms);
+    comm_index_clear(e);
     e->ncomms = 0;
     e->ncomms_user = 0;
     e->last_comm = NULL;

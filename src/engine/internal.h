@@ -154,6 +154,11 @@ struct quay_engine {
         uint32_t rejected;
     } *strikes;
     quay_comm *last_comm; /* lookup cache */
+    uint32_t *ctx_index;  /* context id -> communicator slot + 1 (0: empty):
+                             open addressing, linear probes, at most half
+                             full (comm.c) */
+    uint32_t ctx_index_mask;
+    uint32_t comm_hint;   /* every communicator slot below it is in use */
 
     coll_port coll;      /* collectives: their doorbell and hooks */
     const link_ops *link;/* flow control (NULL: none), set at creation */
