@@ -68,7 +68,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-
 #include "qrt_async.h"
 #include "qrt_env.h"
 
