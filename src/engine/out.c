@@ -399,6 +399,8 @@ static qlink *txq_first(quay_engine *e)
     return NULL;
 }
 
+static QUAY_NOINLINE int inq_pull(quay_engine *e, quay_action *a);
+
 /* out_next_action with something to do. */
 static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
 {
@@ -413,6 +415,11 @@ static QUAY_NOINLINE int out_pull(quay_engine *e, quay_action *a)
     for (;;) {
         if (e->loop_head != NULL)
             loop_run(e);
+        /* The collectives' progress (above, or after a loopback arrival)
+         * may have queued an inline packet, a step taken by copy: it goes
+         * first, as in out_next_action. */
+        if (e->inq_head != NULL)
+            return inq_pull(e, a);
         if (e->flow && e->link->pull(e, a))
             return 1;
         if (out_avail(e) && e->ctrl_count != 0) {
