@@ -593,6 +593,10 @@ static int barrier(shm_t *t, int k)
     }
 }
 
+/* The most a rank populates at start (qshm_seg_prefault): its rings with
+ * up to 31 peers at the default sizes. */
+#define SHM_PREFAULT_MAX (16ull << 20)
+
 static int attach(shm_t *t)
 {
     uint64_t fd = 0;
@@ -681,6 +685,11 @@ int qrt_shm_open(int32_t rank, int32_t size, const quay_transport_sink *sink, qu
         return QUAY_ENOMEM;
     }
     init_peers(t);
+    /* The rings this rank uses, populated now rather than a page fault
+     * at a time during the first messages (osu_bcast's first sizes paid
+     * for it); bounded, since a large job's rings are most of the
+     * segment and the pairs that never talk need no memory. */
+    qshm_seg_prefault(&t->seg, (uint32_t)rank, SHM_PREFAULT_MAX);
     t->me = t->peers[rank].slot;
     t->max_chunk = (uint32_t)(t->seg.hdr->ring_bytes / 2 - QSHM_REC_HDR); /* as the ring's */
     t->epoch_seen = atomic_load(&t->seg.hdr->epoch);

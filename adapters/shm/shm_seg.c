@@ -160,6 +160,25 @@ uint8_t *qshm_seg_ctl_data(const qshm_seg *seg, uint32_t src, uint32_t dst)
     return pair(seg, src, dst) + pair_pkt_data() + seg->hdr->ring_bytes;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+void qshm_seg_prefault(const qshm_seg *seg, uint32_t rank, uint64_t limit)
+{
+    const qshm_header *h = seg->hdr;
+    if (h->nranks < 2 || 2 * (uint64_t)(h->nranks - 1) * h->pair_bytes > limit)
+        return;
+    for (uint32_t r = 0; r < h->nranks; r++) {
+        if (r == rank)
+            continue;
+        /* (EINVAL on an older kernel: the first messages fault as before) */
+        if (madvise(pair(seg, rank, r), (size_t)h->pair_bytes, MADV_POPULATE_WRITE) != 0 ||
+            madvise(pair(seg, r, rank), (size_t)h->pair_bytes, MADV_POPULATE_WRITE) != 0)
+            return;
+    }
+}
+
 void qshm_seg_mark_exited(const qshm_seg *seg, uint32_t rank)
 {
     qshm_header *h = seg->hdr;

@@ -99,6 +99,13 @@ int qshm_seg_attach(int fd, uint32_t nranks, qshm_seg *seg);
 
 void qshm_seg_detach(qshm_seg *seg);
 
+/** Populate rank's pair blocks (the rings it writes and reads) in its
+ *  mapping, if they take at most `limit` bytes: the memfd's pages are
+ *  otherwise allocated and mapped at their first message, a fault per
+ *  page during the first pass over each ring. Best effort (Linux 5.14's
+ *  MADV_POPULATE_WRITE; nothing without it). */
+void qshm_seg_prefault(const qshm_seg *seg, uint32_t rank, uint64_t limit);
+
 qshm_slot *qshm_seg_slot(const qshm_seg *seg, uint32_t rank);
 
 /** The rings src -> dst: control and data of the pkt and ctl rings. */
