@@ -23,8 +23,9 @@ void trace_state(quay_engine *e, quay_req *r, int to)
     e->trace_fn(e->trace_ctx, &ev);
 }
 
-void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
-               uint32_t seq, int code)
+/* A packet event; ctx is set only where the event's contract has it. */
+static void pkt_event(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
+                      uint32_t seq, int code, uint32_t ctx)
 {
     quay_trace_event ev;
     memset(&ev, 0, sizeof ev);
@@ -34,19 +35,19 @@ void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
     ev.req_id = req;
     ev.seq = seq;
     ev.code = code;
+    ev.ctx = ctx;
     e->trace_fn(e->trace_ctx, &ev);
+}
+
+void trace_pkt(quay_engine *e, int kind, int pkt, int32_t peer, uint32_t req,
+               uint32_t seq, int code)
+{
+    pkt_event(e, kind, pkt, peer, req, seq, code, 0);
 }
 
 void trace_inline_out(quay_engine *e, int32_t peer, uint32_t seq, uint32_t ctx)
 {
-    quay_trace_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = QUAY_TR_PKT_OUT;
-    ev.pkt = QUAY_PKT_EAGER;
-    ev.peer = peer;
-    ev.seq = seq;
-    ev.ctx = ctx;
-    e->trace_fn(e->trace_ctx, &ev);
+    pkt_event(e, QUAY_TR_PKT_OUT, QUAY_PKT_EAGER, peer, 0, seq, 0, ctx);
 }
 
 void trace_match(quay_engine *e, quay_req *r, const umsg *m, int32_t peer,
