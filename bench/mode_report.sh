@@ -2,10 +2,11 @@
 # bench/mode_report.sh — the report of a two-implementation run on a
 # machine with speed modes (bench/modes.sh, bench/osu.sh).
 #
-#   bench/mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] CSV
+#   bench/mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] [--names A,B] CSV
 #
 # CSV has a header line, then round,impl,bench,size,value with impl
-# "mpich" or "quay". Per benchmark and size: every value of each
+# "mpich" or "quay" (--names: the base A and the other B, e.g. off,on;
+# the ratios are then B / A). Per benchmark and size: every value of each
 # implementation sorted and split into two modes at its largest jump when
 # it is at least 1.35x (else one mode), the median per mode and the ratio
 # quay / MPICH ("mixed" when one of them showed no split: all values
@@ -17,16 +18,27 @@
 set -euo pipefail
 SKIP=""
 HIGHER='^$'
+NAMES=mpich,quay
 while [ $# -gt 1 ]; do
     case $1 in
     --skip) SKIP=$2; shift 2 ;;
     --higher) HIGHER=$2; shift 2 ;;
+    --names) NAMES=$2; shift 2 ;;
     *) break ;;
     esac
 done
-CSV=${1:?usage: mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] CSV}
-printf "%-22s %-5s %13s %13s %8s\n" bench mode MPICH quay q/MPICH
-awk -F, -v skip="$SKIP" -v higher="$HIGHER" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; v[k "," $2] = v[k "," $2] " " $5; keys[k] = 1 }
+CSV=${1:?usage: mode_report.sh [--skip 'BENCH SIZE'] [--higher REGEX] [--names A,B] CSV}
+A=${NAMES%%,*}
+B=${NAMES#*,}
+[ -n "$A" ] && [ -n "$B" ] && [ "$A" != "$NAMES" ] ||
+    { echo "mode_report.sh: --names wants two names, A,B" >&2; exit 2; }
+if [ "$NAMES" = mpich,quay ]; then
+    HA=MPICH HB=quay HR=q/MPICH
+else
+    HA=$A HB=$B HR=$B/$A
+fi
+printf "%-22s %-5s %13s %13s %8s\n" bench mode "$HA" "$HB" "$HR"
+awk -F, -v skip="$SKIP" -v higher="$HIGHER" -v A="$A" -v B="$B" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; v[k "," $2] = v[k "," $2] " " $5; keys[k] = 1 }
 # Sort s; lo gets the values up to the largest jump (>= 1.35x), hi the
 # rest (empty when there is no such jump). Returns 1 when split.
 function split_modes(s, lo, hi,    a, n, i, j, t, best, cut) {
@@ -53,7 +65,7 @@ function row(k, mode, m, q,    a, b) {
 }
 END {
     for (k in keys) {
-        sm = split_modes(v[k ",mpich"], ml, mh); sq = split_modes(v[k ",quay"], ql, qh)
+        sm = split_modes(v[k "," A], ml, mh); sq = split_modes(v[k "," B], ql, qh)
         if (sm && sq) {
             split(k, kb, " ")
             if (kb[1] ~ higher) { row(k, "slow", ml, ql); row(k, "fast", mh, qh) }
@@ -61,20 +73,20 @@ END {
         } else {
             # One of them stayed in one mode: no pairing by mode, only
             # all values against all.
-            all_vals(v[k ",mpich"], ml); all_vals(v[k ",quay"], ql)
+            all_vals(v[k "," A], ml); all_vals(v[k "," B], ql)
             row(k, "mixed", ml, ql)
         }
     }
 }' "$CSV" | sort -k1,1 -k2,2n
 # The same rounds paired: quay's value over MPICH's of the same round
 # (a second apart, so mostly the same mode), median and quartiles.
-echo "## paired by round: quay / MPICH"
-awk -F, -v skip="$SKIP" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; val[$1 "," k "," $2] = $5; keys[k] = 1; R[$1] = 1 }
+echo "## paired by round: $HB / $HA"
+awk -F, -v skip="$SKIP" -v A="$A" -v B="$B" 'NR > 1 && ($3 " " $4) != skip { k = $3 " " $4; val[$1 "," k "," $2] = $5; keys[k] = 1; R[$1] = 1 }
 END {
     for (k in keys) {
         n = 0
         for (r in R) {
-            a = val[r "," k ",mpich"]; b = val[r "," k ",quay"]
+            a = val[r "," k "," A]; b = val[r "," k "," B]
             if (a > 0 && b > 0) x[++n] = b / a
         }
         for (i = 2; i <= n; i++) { t = x[i]; for (j = i - 1; j >= 1 && x[j] > t; j--) x[j + 1] = x[j]; x[j + 1] = t }

@@ -18,6 +18,10 @@
 #   --max SIZE        collectives: largest message (OSU's -m), e.g. 1024
 #   --osu-args "..."  more arguments for every benchmark (e.g. "-i 2000")
 #   --quay-only       run quay alone (no ratios)
+#   --vs-env "V=X .." quay against itself instead of MPICH: rounds of quay
+#                     as it is ("off") and of quay with these environment
+#                     variables set ("on"); the ratios are on / off (e.g.
+#                     --vs-env QUAY_ASYNC_PROGRESS=1: what the thread costs)
 #
 # Environment: BUILD (default build-bench) must have mpi/quaycc and
 # tools/quayrun (configured with -DQUAY_MPI=ON, the default); OSU is built
@@ -43,6 +47,7 @@ TRANSPORT=""
 MAX=""
 OSU_ARGS=""
 QUAY_ONLY=0
+VS_ENV=""
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
     --max) MAX=$2; shift 2 ;;
     --osu-args) OSU_ARGS=$2; shift 2 ;;
     --quay-only) QUAY_ONLY=1; shift ;;
+    --vs-env) VS_ENV=$2; shift 2 ;;
     -h | --help)
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 0
@@ -78,7 +84,13 @@ built() { [ -f "$OUT/$1/.built" ]; }
 [ -x "$QR" ] || { echo "osu.sh: $QR missing (build quay in $BUILD first)" >&2; exit 1; }
 built quay || [ -x "$QCC" ] || { echo "osu.sh: $QCC missing (build quay in $BUILD first)" >&2; exit 1; }
 IMPLS=(quay)
-if [ "$QUAY_ONLY" = 0 ]; then
+if [ -n "$VS_ENV" ]; then
+    for v in $VS_ENV; do
+        [[ $v == [A-Za-z_]*=* ]] || { echo "osu.sh: --vs-env wants VAR=VALUE words, not $v" >&2; exit 2; }
+    done
+    QUAY_ONLY=1 # (MPICH is not run; the pair is quay off / on)
+    IMPLS=(off on)
+elif [ "$QUAY_ONLY" = 0 ]; then
     command -v mpiexec >/dev/null && { built mpich || command -v mpicc >/dev/null; } ||
         { echo "osu.sh: mpicc / mpiexec not found (Debian: mpich libmpich-dev), or --quay-only" >&2; exit 1; }
     IMPLS=(mpich quay)
@@ -107,11 +119,12 @@ build_osu quay "$QCC"
 
 # The program of a benchmark in an OSU build.
 prog() { # impl bench
-    local p
-    for p in "$OUT/$1/mpi/pt2pt/$2" "$OUT/$1/mpi/collective/$2" "$OUT/$1/mpi/one-sided/$2"; do
+    local p tree=$1
+    [ "$tree" = mpich ] || tree=quay
+    for p in "$OUT/$tree/mpi/pt2pt/$2" "$OUT/$tree/mpi/collective/$2" "$OUT/$tree/mpi/one-sided/$2"; do
         [ -x "$p" ] && { echo "$p"; return 0; }
     done
-    echo "osu.sh: no $2 in $OUT/$1 (it did not build: $OUT/$1/make.log)" >&2
+    echo "osu.sh: no $2 in $OUT/$tree (it did not build: $OUT/$tree/make.log)" >&2
     return 1
 }
 
@@ -130,12 +143,15 @@ run_one() { # impl bench
     [ -n "$MAX" ] && [[ $p == */collective/* ]] && args+=(-m "$MAX")
     # shellcheck disable=SC2206 # (word splitting of --osu-args is wanted)
     [ -n "$OSU_ARGS" ] && args+=($OSU_ARGS)
+    local env=()
+    # shellcheck disable=SC2206 # (VAR=VALUE words)
+    [ "$1" = on ] && env=($VS_ENV)
     if [ "$1" = mpich ]; then
         mpiexec -launcher fork -bind-to none -n "$NP" "$p" "${args[@]}"
     elif [ -n "$TRANSPORT" ]; then
-        "$QR" -n "$NP" --transport "$TRANSPORT" "$p" "${args[@]}"
+        env "${env[@]}" "$QR" -n "$NP" --transport "$TRANSPORT" "$p" "${args[@]}"
     else
-        "$QR" -n "$NP" "$p" "${args[@]}"
+        env "${env[@]}" "$QR" -n "$NP" "$p" "${args[@]}"
     fi
 }
 
@@ -167,8 +183,10 @@ done
 echo >&2
 
 echo "## OSU $(basename "$SRC"), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $NP ranks," \
-    "$ROUNDS rounds${TRANSPORT:+, quay over $TRANSPORT}"
-if [ "$QUAY_ONLY" = 1 ]; then
+    "$ROUNDS rounds${TRANSPORT:+, quay over $TRANSPORT}${VS_ENV:+, quay off against on: $VS_ENV}"
+if [ -n "$VS_ENV" ]; then
+    "$ROOT/bench/mode_report.sh" --names off,on --higher '^(bw|bibw|mbw_mr|i.*)$' "$CSV"
+elif [ "$QUAY_ONLY" = 1 ]; then
     awk -F, 'NR > 1 { k = $3 " " $4; v[k] = v[k] " " $5 }
         END { for (k in v) printf "%-22s %s\n", k, v[k] }' "$CSV" | sort -k1,1 -k2,2n
 else
