@@ -5,6 +5,27 @@
  */
 #include "engine/internal.h"
 
+int comm_table_new(quay_engine *e, uint32_t max_comms)
+{
+    e->ncomms_max = 2 * max_comms;
+    e->comms = qcalloc(e, e->ncomms_max, sizeof *e->comms);
+    /* At most half full: a probe always ends at an empty bucket. */
+    uint32_t idx = 2;
+    while (idx < 2 * e->ncomms_max)
+        idx *= 2;
+    e->ctx_index_mask = idx - 1;
+    e->ctx_index = qcalloc(e, idx, sizeof *e->ctx_index);
+    return e->comms != NULL && e->ctx_index != NULL ? 0 : QUAY_ENOMEM;
+}
+
+void comm_table_free(quay_engine *e)
+{
+    qfree(e, e->comms);
+    qfree(e, e->ctx_index);
+    e->comms = NULL;
+    e->ctx_index = NULL;
+}
+
 /* The context index's home bucket of ctx: the engine's seeded hash (a
  * peer cannot aim its contexts at one bucket), top bits. */
 static uint32_t index_home(const quay_engine *e, uint32_t ctx)

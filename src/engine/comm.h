@@ -47,6 +47,11 @@ static inline uint64_t comm_hkey(uint64_t seed, uint32_t ctx)
 #define QUAY_CTX_COLL 0x80000000u
 
 /* ---- communicators (comm.c) -------------------------------------------- */
+/** Allocate the communicator slots (each user communicator may get a
+ *  collective twin) and their context index: 0 or QUAY_ENOMEM (the
+ *  engine's teardown frees what was allocated, comm_table_free). */
+int comm_table_new(quay_engine *e, uint32_t max_comms);
+void comm_table_free(quay_engine *e);
 quay_comm *comm_lookup_scan(quay_engine *e, uint32_t ctx);
 /** Enter live communicator c in the context index (creation, restore). */
 void comm_index_add(quay_engine *e, quay_comm *c);

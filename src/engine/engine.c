@@ -23,14 +23,7 @@ static int engine_pools(quay_engine *e)
     e->msgs = qcalloc(e, e->nmsgs, sizeof *e->msgs);
     e->peers = qcalloc(e, (size_t)e->nranks, sizeof *e->peers);
     e->strikes = qcalloc(e, (size_t)e->nranks, sizeof *e->strikes);
-    e->ncomms_max = 2 * c->max_comms; /* each may get a collective twin */
-    e->comms = qcalloc(e, e->ncomms_max, sizeof *e->comms);
-    uint32_t idx = 2;
-    while (idx < 2 * e->ncomms_max)
-        idx *= 2;
-    e->ctx_index_mask = idx - 1;
-    e->ctx_index = qcalloc(e, idx, sizeof *e->ctx_index);
-    if (!e->reqs || !e->msgs || !e->peers || !e->strikes || !e->comms || !e->ctx_index)
+    if (!e->reqs || !e->msgs || !e->peers || !e->strikes || comm_table_new(e, c->max_comms) != 0)
         return QUAY_ENOMEM;
 
     /* Free lists in index order so allocation is deterministic. */
@@ -128,8 +121,7 @@ static void channel_free(quay_engine *e)
     qfree(e, e->msgs);
     qfree(e, e->peers);
     qfree(e, e->strikes);
-    qfree(e, e->comms);
-    qfree(e, e->ctx_index);
+    comm_table_free(e);
     quay_allocator a = e->a;
     a.release(e, a.ctx);
 }
