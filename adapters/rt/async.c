@@ -11,32 +11,41 @@
  * rather than a mutex, since the program's side runs at every MPI call.
  * The program's thread makes `gate` odd when a call begins (even when it
  * ends) and then looks at `inside`; the progress thread sets `inside`
- * and then looks at `gate`. Both pairs are sequentially consistent, so
- * at least one of them sees the other: the progress thread then steps
- * back at once, and the program's thread waits only for a step it did
- * not see coming to end (one step, which never blocks). The program
- * always wins.
+ * (opening a session of steps) and then looks at `gate`. At least one of
+ * them sees the other: the progress thread then steps back at once, and
+ * the program's thread waits only for the thread to see it (it looks at
+ * the gate before every step; a step never blocks). The program always
+ * wins.
+ *
+ * The fence that makes each side see the other is asymmetric where the
+ * kernel has membarrier(2): the program's side, at every call, orders
+ * its store and load with a compiler barrier alone, and the thread, at
+ * each session it opens, has the kernel order the program's thread
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED). A sequentially consistent store at
+ * every call cost osu_bw and osu_mbw_mr 6-15 % of their small-message
+ * rates (2-core VM, the thread asleep throughout); a session costs the
+ * thread a system call. Without membarrier both sides fence.
  *
  * How the thread idles. Each wake-up of the thread costs the ranks that
  * are busy communicating (2-core VM, osu_latency: waking every 100 µs
  * while the program is in calls made the 8-byte figure 30-50 % worse;
  * every 1 ms, no measurable change), and waking it on purpose costs the
  * waker a futex wake-up, 7-38 µs measured on that VM. So nobody wakes
- * it: every call, as it ends, says whether
- * work is in flight (`pending`: requests, complete ones not yet freed
- * included, or sends the transport holds), its own steps say the same,
- * and the thread paces itself:
- *   - the program is in a call (it progresses the engine itself): nap,
- *     doubling to NAP_CALL_MAX, or to NAP_CALL_BUSY_MAX while work has
- *     been in flight within BUSY_NS (so it is awake soon after the call
- *     that left work behind returns);
- *   - the program has just left a call: one NAP_MIN, then step if it is
- *     still away (between the calls of a loop it is back at once);
- *   - a step did something: step again at once (yielding now and then);
+ * it: every call, as it ends, says whether work is in flight (`pending`:
+ * requests, complete ones not yet freed included, or sends the transport
+ * holds), its own steps say the same, and the thread paces itself:
+ *   - the program is in a call, or made calls during the last nap (it
+ *     progresses the engine itself): nap, doubling to NAP_CALL_MAX;
+ *   - the program stayed away for a whole nap: step, and again at once
+ *     while steps do something (yielding now and then);
  *   - the program is away and nothing happened: nap, NAP_MIN doubling to
  *     NAP_AWAY_MAX, and to NAP_IDLE_MAX once it has been away COLD_NS.
- * Naps are nanosleeps with the thread's timer slack at 1 µs (else a 2 µs
- * one lasts the default 50 µs).
+ * Without a core of its own the thread runs as SCHED_IDLE: it takes a
+ * core only when no rank wants it. Measured on the 2-core VM, 2 ranks:
+ * when the thread woke every 10 µs while work was in flight and stepped
+ * 2 µs after the program left any call, osu_mbw_mr 8 B ran at 0.2-0.4 of
+ * its rate without the thread. Naps are nanosleeps with the thread's
+ * timer slack at 1 µs (else a 2 µs one lasts the default 50 µs).
  *
  * With a spare core for every rank's thread (qrt_cores_spare: this
  * process may run on twice as many cores as there are ranks on the host;
@@ -58,6 +67,7 @@
  * woken and scheduled (120-330 µs on the loaded 2-core VM, measured).
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -66,7 +76,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "qrt_async.h"
 #include "qrt_env.h"
@@ -75,7 +87,6 @@
 #define NAP_AWAY_MAX_NS 20000LL
 #define NAP_IDLE_MAX_NS 200000LL
 #define NAP_CALL_MAX_NS 1000000LL
-#define NAP_CALL_BUSY_MAX_NS 10000LL
 #define COLD_NS 200000ULL
 /* Hot (spare cores): the program away this long before the thread steps,
  * and how often it looks at the gate meanwhile. */
@@ -105,6 +116,7 @@ struct qrt_async {
     /* rarely written */
     alignas(64) qrt *rt;
     int spin;                /* hot allowed: QUAY_ASYNC_SPIN, else spare cores */
+    int asym;                /* membarrier: the program's side needs no fence */
     pthread_t thread;
     atomic_int waiting;      /* the program's thread sleeps until !inside */
     atomic_int stop;
@@ -189,22 +201,28 @@ static int in_flight(qrt *rt)
 
 enum { STEP_OUT = -1, STEP_FATAL = -2 };
 
-/* One step of progress, unless the program is in a call. Returns 1 if
- * the step did something, 0 if not, STEP_OUT if the program is in a
- * call, STEP_FATAL if the engine failed. */
-static int step(qrt_async *a)
+/* The heavy side of the fence: every thread of the process (the
+ * program's) runs a full barrier before it returns. */
+static void fence_program(const qrt_async *a)
 {
-    if (in_call(a))
-        return STEP_OUT;
-    /* (seq_cst, as qrt_lock's: either it sees `inside` and waits, or
-     * this sees the gate odd and steps back) */
-    atomic_store(&a->inside, 1);
-    int rc = STEP_OUT;
-    if (!in_call(a)) {
-        rc = qrt_progress(a->rt, 0);
-        if (rc >= 0 && in_flight(a->rt))
-            note_pending(a);
-    }
+    if (a->asym)
+        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* membarrier(2) with the private expedited command, registered. */
+static int asym_fence_ready(void)
+{
+    long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+        !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+        return 0;
+    return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+static void session_close(qrt_async *a)
+{
     /* (seq_cst, as wait_out's `waiting`) */
     atomic_store(&a->inside, 0);
     if (atomic_load(&a->waiting)) {
@@ -212,16 +230,62 @@ static int step(qrt_async *a)
         pthread_cond_signal(&a->wait_cv);
         pthread_mutex_unlock(&a->wait_mu);
     }
-    if (rc < STEP_OUT) {
+}
+
+/* Open a session of steps: 1, or 0 if the program is in a call. */
+static int session_open(qrt_async *a)
+{
+    if (in_call(a))
+        return 0;
+    atomic_store(&a->inside, 1);
+    /* Now either this sees the gate odd, or the program, at its next
+     * call, sees `inside` and waits. */
+    fence_program(a);
+    if (!in_call(a))
+        return 1;
+    session_close(a);
+    return 0;
+}
+
+/* One step of progress in an open session, unless the program wants in
+ * (then the caller closes the session). Returns 1 if the step did
+ * something, 0 if not, STEP_OUT if the program is in a call or wants
+ * one, STEP_FATAL if the engine failed. */
+static int step(qrt_async *a)
+{
+    if (in_call(a))
+        return STEP_OUT;
+    int rc = qrt_progress(a->rt, 0);
+    if (rc < 0) {
         atomic_store(&a->fatal, rc);
         return STEP_FATAL;
     }
-    return rc;
+    if (in_flight(a->rt))
+        note_pending(a);
+    return rc > 0;
 }
 
 static int64_t doubled(int64_t ns, int64_t max)
 {
     return ns * 2 > max ? max : ns * 2;
+}
+
+/* Cold: steps while they do something and the program stays away, in
+ * one session, yielding now and then. Returns the last step's answer. */
+static int cold_steps(qrt_async *a)
+{
+    if (!session_open(a))
+        return STEP_OUT;
+    int rc;
+    for (uint32_t n = 1;; n++) {
+        rc = step(a);
+        if (rc <= 0 || n % YIELD_EVERY == 0)
+            break;
+    }
+    session_close(a);
+    if (rc > 0)
+        sched_yield();
+    return rc;
 }
 
 static void *progress_main(void *arg)
@@ -230,9 +294,14 @@ static void *progress_main(void *arg)
     unsigned seen = atomic_load(&a->gate);
     uint64_t since = now_ns(); /* when the gate last moved, as seen here */
     uint64_t busy_until = 0;   /* work was in flight lately */
-    int64_t incall = NAP_MIN_NS, pause = NAP_MIN_NS; /* naps in calls, away */
-    uint32_t busy = 0;
+    int64_t incall = NAP_MIN_NS, pause = NAP_MIN_NS; /* naps: the program in calls, away */
+    int open = 0;              /* hot: a session is open */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    if (!a->spin) {
+        /* No core of its own: run only where no rank wants the core. */
+        struct sched_param sp = {.sched_priority = 0};
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+    }
     while (!atomic_load(&a->stop)) {
         unsigned g = atomic_load(&a->gate);
         uint64_t now = now_ns();
@@ -252,43 +321,58 @@ static void *progress_main(void *arg)
             /* Only once the program has been away HOT_AWAY_NS: between
              * the calls of a loop it is back at once, and a step there
              * would make its next call wait and move the engine's cache
-             * lines to this core and back. */
+             * lines to this core and back. The session stays open while
+             * the program stays away (opening one interrupts the
+             * program's core), and closes as soon as it calls. */
             if ((g & 1) || now - since < HOT_AWAY_NS) {
+                if (open) {
+                    session_close(a);
+                    open = 0;
+                }
                 relax_until(now + HOT_LOOK_NS);
                 continue;
             }
+            if (!open && !(open = session_open(a)))
+                continue;
             int rc = step(a);
             if (rc == STEP_FATAL)
                 break; /* the program's next call says so */
-            if (rc == 0)
+            if (rc == STEP_OUT) {
+                session_close(a);
+                open = 0;
+            } else if (rc == 0) {
                 relax_until(now + HOT_LOOK_NS);
+            }
             continue;
         }
-        if (g & 1) {
+        if (open) {
+            session_close(a);
+            open = 0;
+        }
+        /* Cold (no core of its own): a wake-up takes a core from a rank,
+         * so the thread steps only once the program has been away for a
+         * whole nap. While it makes calls (the gate moved during the nap)
+         * or is in one, it progresses the engine itself: longer naps. */
+        if ((g & 1) || fresh) {
             pause = NAP_MIN_NS / 2;
-            incall = doubled(incall, now < busy_until ? NAP_CALL_BUSY_MAX_NS : NAP_CALL_MAX_NS);
+            incall = doubled(incall, NAP_CALL_MAX_NS);
             nap(incall);
             continue;
         }
-        if (fresh) {
-            nap(NAP_MIN_NS);
-            continue;
-        }
-        int rc = step(a);
+        int rc = cold_steps(a);
         if (rc == STEP_FATAL)
             break; /* the program's next call says so */
         if (rc > 0) {
             incall = pause = NAP_MIN_NS / 2;
-            if (++busy % YIELD_EVERY == 0)
-                sched_yield();
             continue;
         }
-        busy = 0;
         if (rc == STEP_OUT)
             continue; /* the program's call began meanwhile */
         pause = doubled(pause, now - since < COLD_NS ? NAP_AWAY_MAX_NS : NAP_IDLE_MAX_NS);
         nap(pause);
     }
+    if (open)
+        session_close(a);
     return NULL;
 }
 
@@ -314,6 +398,7 @@ int qrt_async_start(qrt *rt)
     a->rt = rt;
     uint64_t v;
     a->spin = qrt_env_u64("QUAY_ASYNC_SPIN", 0, 1, &v) == 0 ? (int)v : qrt_cores_spare(rt);
+    a->asym = asym_fence_ready();
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) {
         free(a);
@@ -359,8 +444,9 @@ int qrt_async_running(const qrt *rt)
     return rt != NULL && *qrt_async_slot((qrt *)rt) != NULL;
 }
 
-/* qrt_lock found a step under way. */
-static void wait_out(qrt_async *a)
+/* qrt_lock found a session open. (Out of line: the call's usual path,
+ * with nothing to wait for, stays a leaf.) */
+__attribute__((noinline, cold)) static void wait_out(qrt_async *a)
 {
     for (int i = 0; i < WAIT_SPIN; i++)
         if (!atomic_load(&a->inside))
@@ -389,8 +475,14 @@ void qrt_lock(qrt *rt)
     if (a == NULL)
         return;
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
-    atomic_store(&a->gate, g + 1);
-    if (atomic_load(&a->inside))
+    if (a->asym) {
+        /* (the thread's session_open fences this thread for it) */
+        atomic_store_explicit(&a->gate, g + 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_store(&a->gate, g + 1);
+    }
+    if (atomic_load_explicit(&a->inside, memory_order_acquire))
         wait_out(a);
 }
 
@@ -407,8 +499,8 @@ void qrt_unlock(qrt *rt)
      * flush at every call would undo (measured on 16 cores: osu_mbw_mr
      * 8 B at 0.6 of its rate without the thread). The thread sends it if
      * the program goes away first. */
-    if (in_flight(rt))
-        note_pending(a);
+    if (!atomic_load_explicit(&a->pending, memory_order_relaxed) && in_flight(rt))
+        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
     atomic_store_explicit(&a->gate, g + 1, memory_order_release);
 }

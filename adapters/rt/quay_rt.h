@@ -195,8 +195,9 @@ QRT_API void qrt_abort(qrt *rt, int code, const char *msg);
  * qrt_config_flags, qrt_transport_name, qrt_abort and these below).
  * Engine callbacks (a quay_op's function) may then run on the progress
  * thread, which holds the lock while it steps. It steps only while the
- * program neither holds nor waits for the lock, one short step that
- * does not block at a time, and naps in between.
+ * program neither holds nor waits for the lock, in short steps that do
+ * not block, and naps in between; without a spare core it runs as
+ * SCHED_IDLE.
  * Returns 0 (also when already running), QUAY_EINVAL, QUAY_ENOMEM or
  * QUAY_EINTERNAL (no thread). Call it without holding the lock.
  */
@@ -213,9 +214,9 @@ QRT_API int qrt_async_running(const qrt *rt);
 /** 1 if QUAY_ASYNC_PROGRESS=1 asks for asynchronous progress, else 0. */
 QRT_API int qrt_async_requested(const qrt *rt);
 /** Take / release the runtime's lock (not recursive; from the program's
- *  one thread); nothing while no progress thread runs. qrt_unlock first
- *  executes the actions the engine queued meanwhile (as qrt_flush), so
- *  what a call started leaves at once. */
+ *  one thread); nothing while no progress thread runs. qrt_unlock sends
+ *  nothing: what the call queued leaves with qrt_flush, the program's
+ *  next call, or the thread's next step. */
 QRT_API void qrt_lock(qrt *rt);
 QRT_API void qrt_unlock(qrt *rt);
 
