@@ -17,16 +17,18 @@
  * the gate before every step; a step never blocks). The program always
  * wins.
  *
- * The fence that makes each side see the other is asymmetric where the
- * kernel has membarrier(2): the program's side, at every call, orders
- * its store and load with a compiler barrier alone, and the thread, at
- * each session it opens, has the kernel order the program's thread
- * (MEMBARRIER_CMD_PRIVATE_EXPEDITED). A sequentially consistent store at
+ * The fence that makes each side see the other is asymmetric for a
+ * napping thread where the kernel has membarrier(2): the program's side,
+ * at every call, orders its store and load with a compiler barrier
+ * alone, and the thread, at each session it opens, has the kernel order
+ * the program's thread (MEMBARRIER_CMD_PRIVATE_EXPEDITED, an interrupt
+ * on the program's core if it runs). A sequentially consistent store at
  * every call cost osu_bw and osu_mbw_mr 6-15 % of their small-message
- * rates (2-core VM, the thread asleep throughout); a session costs the
- * thread a system call. Without membarrier (or with
- * QUAY_ASYNC_MEMBARRIER=0, which the tests use to run both) both sides
- * fence.
+ * rates (2-core VM, the thread asleep throughout), and a napping thread
+ * opens few sessions. A hot thread (below) opens one at every step while
+ * the program is away, so there both sides fence, as they do without
+ * membarrier or with QUAY_ASYNC_MEMBARRIER=0 (which the tests use to run
+ * both).
  *
  * How the thread idles. Each wake-up of the thread costs the ranks that
  * are busy communicating (2-core VM, osu_latency: waking every 100 µs
@@ -298,7 +300,6 @@ static void *progress_main(void *arg)
     uint64_t since = now_ns(); /* when the gate last moved, as seen here */
     uint64_t busy_until = 0;   /* work was in flight lately */
     int64_t incall = NAP_MIN_NS, pause = NAP_MIN_NS; /* naps: the program in calls, away */
-    int open = 0;              /* hot: a session is open */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     if (!a->spin) {
         /* No core of its own: run only where no rank wants the core. */
@@ -324,33 +325,22 @@ static void *progress_main(void *arg)
             /* Only once the program has been away HOT_AWAY_NS: between
              * the calls of a loop it is back at once, and a step there
              * would make its next call wait and move the engine's cache
-             * lines to this core and back. The session stays open while
-             * the program stays away (opening one interrupts the
-             * program's core), and closes as soon as it calls. */
+             * lines to this core and back. One step a session (fenced
+             * on both sides, cheap): a call never waits for a thread
+             * that is only looking. */
             if ((g & 1) || now - since < HOT_AWAY_NS) {
-                if (open) {
-                    session_close(a);
-                    open = 0;
-                }
                 relax_until(now + HOT_LOOK_NS);
                 continue;
             }
-            if (!open && !(open = session_open(a)))
+            if (!session_open(a))
                 continue;
             int rc = step(a);
+            session_close(a);
             if (rc == STEP_FATAL)
                 break; /* the program's next call says so */
-            if (rc == STEP_OUT) {
-                session_close(a);
-                open = 0;
-            } else if (rc == 0) {
+            if (rc == 0)
                 relax_until(now + HOT_LOOK_NS);
-            }
             continue;
-        }
-        if (open) {
-            session_close(a);
-            open = 0;
         }
         /* Cold (no core of its own): a wake-up takes a core from a rank,
          * so the thread steps only once the program has been away for a
@@ -374,8 +364,6 @@ static void *progress_main(void *arg)
         pause = doubled(pause, now - since < COLD_NS ? NAP_AWAY_MAX_NS : NAP_IDLE_MAX_NS);
         nap(pause);
     }
-    if (open)
-        session_close(a);
     return NULL;
 }
 
@@ -401,9 +389,12 @@ int qrt_async_start(qrt *rt)
     a->rt = rt;
     uint64_t v;
     a->spin = qrt_env_u64("QUAY_ASYNC_SPIN", 0, 1, &v) == 0 ? (int)v : qrt_cores_spare(rt);
+    /* Asymmetric only for a napping thread: a hot one opens a session at
+     * every step while the program is away, every few hundred
+     * nanoseconds, and each would interrupt the program's core. */
     uint64_t mb = 1;
     (void)qrt_env_u64("QUAY_ASYNC_MEMBARRIER", 0, 1, &mb);
-    a->asym = mb == 1 && asym_fence_ready();
+    a->asym = !a->spin && mb == 1 && asym_fence_ready();
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) != 0) {
         free(a);
