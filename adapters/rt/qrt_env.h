@@ -1,5 +1,5 @@
 /*
- * qrt_env.h — reading numeric knobs from the environment (runtime and
+ * qrt_env.h — reading knobs from the environment (runtime and
  * transports). A malformed or out-of-range value is an error with a
  * message naming the variable, never silently a default.
  */
@@ -13,5 +13,11 @@
  *  or empty (*out unchanged); -1: malformed or out of range (a message on
  *  stderr). */
 int qrt_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out);
+
+/** Parse environment variable `name` as the name of a collective
+ *  algorithm of operation `kind` (a quay_offload_kind), as
+ *  quay_coll_alg_name spells it ("auto", "tree", "ring", ...), into *out.
+ *  0, 1 or -1 as qrt_env_u64 (the message lists the names). */
+int qrt_env_coll_alg(const char *name, uint32_t kind, uint32_t *out);
 
 #endif /* QRT_ENV_H */

@@ -21,6 +21,8 @@
 #include "qrt_tcp.h"
 #include "qrt_wait.h"
 
+#include <quay/quay_coll.h>
+
 /* A blocked wait sleeps at most this long per step; the transport wakes
  * it earlier on any arrival (and caps it at its own liveness interval). */
 #define RT_BLOCK_NS (100 * 1000 * 1000LL)
@@ -471,6 +473,11 @@ static int env_config(quay_config *cfg)
         }
         cfg->rndv_mode = modes[i];
     }
+    if (qrt_env_coll_alg("QUAY_COLL_BARRIER", QUAY_OFF_BARRIER, &cfg->coll_barrier) < 0 ||
+        qrt_env_coll_alg("QUAY_COLL_BCAST", QUAY_OFF_BCAST, &cfg->coll_bcast) < 0 ||
+        qrt_env_coll_alg("QUAY_COLL_REDUCE", QUAY_OFF_REDUCE, &cfg->coll_reduce) < 0 ||
+        qrt_env_coll_alg("QUAY_COLL_ALLREDUCE", QUAY_OFF_ALLREDUCE, &cfg->coll_allreduce) < 0)
+        return QUAY_EINVAL;
     return 0;
 }
 
