@@ -22,10 +22,10 @@
  * at every call, orders its store and load with a compiler barrier
  * alone, and the thread, at each session it opens, has the kernel order
  * the program's thread (MEMBARRIER_CMD_PRIVATE_EXPEDITED, an interrupt
- * on the program's core if it runs). A sequentially consistent store at
- * every call cost osu_bw and osu_mbw_mr 6-15 % of their small-message
- * rates (2-core VM, the thread asleep throughout), and a napping thread
- * opens few sessions. A hot thread (below) opens one at every step while
+ * on the program's core if it runs). With a sequentially consistent
+ * store at every call instead, osu_bw at 1-64 B ran at 0.74-1.0 of its
+ * rate (2-core VM, 2 ranks, six paired rounds; osu_mbw_mr unchanged
+ * within the noise), and a napping thread opens few sessions. A hot thread (below) opens one at every step while
  * the program is away, so there both sides fence, as they do without
  * membarrier or with QUAY_ASYNC_MEMBARRIER=0 (which the tests use to run
  * both).
