@@ -25,10 +25,10 @@
  * on the program's core if it runs). With a sequentially consistent
  * store at every call instead, osu_bw at 1-64 B ran at 0.74-1.0 of its
  * rate (2-core VM, 2 ranks, six paired rounds; osu_mbw_mr unchanged
- * within the noise), and a napping thread opens few sessions. A hot thread (below) opens one at every step while
- * the program is away, so there both sides fence, as they do without
- * membarrier or with QUAY_ASYNC_MEMBARRIER=0 (which the tests use to run
- * both).
+ * within the noise), and a napping thread opens few sessions. A hot
+ * thread (below) opens one at every step while the program is away, so
+ * there both sides fence, as they do without membarrier or with
+ * QUAY_ASYNC_MEMBARRIER=0 (which the tests use to run both).
  *
  * How the thread idles. Each wake-up of the thread costs the ranks that
  * are busy communicating (2-core VM, osu_latency: waking every 100 µs
@@ -475,11 +475,14 @@ void qrt_lock(qrt *rt)
         /* (the thread's session_open fences this thread for it) */
         atomic_store_explicit(&a->gate, g + 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&a->inside, memory_order_acquire))
+            wait_out(a);
     } else {
+        /* (seq_cst, as session_open's store and fence) */
         atomic_store(&a->gate, g + 1);
+        if (atomic_load(&a->inside))
+            wait_out(a);
     }
-    if (atomic_load_explicit(&a->inside, memory_order_acquire))
-        wait_out(a);
 }
 
 void qrt_unlock(qrt *rt)
