@@ -20,8 +20,9 @@ int qrt_env_u64(const char *name, uint64_t min, uint64_t max, uint64_t *out)
         return 1;
     errno = 0;
     v = strtoull(s, &end, 0);
-    /* strtoull accepts "-1" and wraps it; a knob never wants that. */
-    if (errno != 0 || end == s || *end != '\0' || *s == '-' || v < min || v > max) {
+    /* strtoull also takes leading blanks and a sign ("-1" wraps): a knob
+     * starts with a digit. */
+    if (errno != 0 || end == s || *end != '\0' || *s < '0' || *s > '9' || v < min || v > max) {
         fprintf(stderr, "quay: %s=\"%s\": expected an integer in [%" PRIu64 ", %" PRIu64 "]\n",
                 name, s, min, max);
         return -1;
