@@ -99,7 +99,7 @@
 #define BUSY_NS 1000000ULL
 /* Steps in a row that did something before the thread yields once. */
 #define YIELD_EVERY 32
-/* qrt_lock, finding a step under way: polls of `inside`, then yields for
+/* qrt_lock, finding a session open: polls of `inside`, then yields for
  * this long (the step may be waiting for this very core), then sleeps,
  * looking again at least every WAIT_RECHECK_NS. */
 #define WAIT_SPIN 256
@@ -163,13 +163,6 @@ int qrt_async_requested(const qrt *rt)
     return qrt_env_u64("QUAY_ASYNC_PROGRESS", 0, 1, &v) == 0 && v == 1;
 }
 
-/* Work is in flight: say so (a store only when it changes something). */
-static void note_pending(qrt_async *a)
-{
-    if (!atomic_load_explicit(&a->pending, memory_order_relaxed))
-        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
-}
-
 /* Hot: work in flight lately, and a core of its own to poll on. */
 static int hot(const qrt_async *a, uint64_t now, uint64_t busy_until)
 {
@@ -202,6 +195,15 @@ static void nap(int64_t ns)
 static int in_flight(qrt *rt)
 {
     return quay_in_flight(qrt_engine(rt));
+}
+
+/* Work is in flight: say so. Only when nothing is noted yet: the engine
+ * is not asked again, and the program's line is written only when the
+ * note changes. */
+static void note_in_flight(qrt_async *a)
+{
+    if (!atomic_load_explicit(&a->pending, memory_order_relaxed) && in_flight(a->rt))
+        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
 }
 
 enum { STEP_OUT = -1, STEP_FATAL = -2 };
@@ -265,8 +267,7 @@ static int step(qrt_async *a)
         atomic_store(&a->fatal, rc);
         return STEP_FATAL;
     }
-    if (in_flight(a->rt))
-        note_pending(a);
+    note_in_flight(a);
     return rc > 0;
 }
 
@@ -453,8 +454,8 @@ __attribute__((noinline, cold)) static void wait_out(qrt_async *a)
     if (!atomic_load(&a->inside))
         return;
     pthread_mutex_lock(&a->wait_mu);
-    /* (seq_cst, as step's: either it sees `waiting` and signals under
-     * wait_mu, or this sees `inside` 0) */
+    /* (seq_cst, as session_close's: either it sees `waiting` and signals
+     * under wait_mu, or this sees `inside` 0) */
     atomic_store(&a->waiting, 1);
     while (atomic_load(&a->inside)) {
         struct timespec dl;
@@ -498,8 +499,7 @@ void qrt_unlock(qrt *rt)
      * flush at every call would undo (measured on 16 cores: osu_mbw_mr
      * 8 B at 0.6 of its rate without the thread). The thread sends it if
      * the program goes away first. */
-    if (!atomic_load_explicit(&a->pending, memory_order_relaxed) && in_flight(rt))
-        atomic_store_explicit(&a->pending, 1, memory_order_relaxed);
+    note_in_flight(a);
     unsigned g = atomic_load_explicit(&a->gate, memory_order_relaxed);
     atomic_store_explicit(&a->gate, g + 1, memory_order_release);
 }

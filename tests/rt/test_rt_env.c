@@ -46,30 +46,32 @@ static void t_coll_alg(void)
     unsetenv(VAR);
     is_int(qrt_env_coll_alg(VAR, QUAY_OFF_BARRIER, &v), 1);
     is_int((int)v, 99);
-    setenv(VAR, "auto", 1);
-    is_int(qrt_env_coll_alg(VAR, QUAY_OFF_BCAST, &v), 0);
-    is_int((int)v, QUAY_COLL_AUTO);
-    setenv(VAR, "tree", 1);
-    is_int(qrt_env_coll_alg(VAR, QUAY_OFF_BARRIER, &v), 0);
-    is_int((int)v, QUAY_BARRIER_TREE);
-    setenv(VAR, "optimal_tree", 1);
-    is_int(qrt_env_coll_alg(VAR, QUAY_OFF_BCAST, &v), 0);
-    is_int((int)v, QUAY_BCAST_OPTIMAL_TREE);
-    setenv(VAR, "ring", 1);
-    is_int(qrt_env_coll_alg(VAR, QUAY_OFF_ALLREDUCE, &v), 0);
-    is_int((int)v, QUAY_ALLREDUCE_RING);
-    /* A name of another operation's algorithm, a wrong case, a number,
-     * an operation that does not exist: refused, v as it was. */
-    v = 99;
+    /* Accepted (want: the id), then refused (want: -1; v as it was): a
+     * name of another operation's algorithm, a wrong case, a number, an
+     * operation that does not exist. */
     const struct {
         const char *name;
         uint32_t kind;
-    } bad[] = {{"ring", QUAY_OFF_BARRIER}, {"Tree", QUAY_OFF_BARRIER}, {"3", QUAY_OFF_BARRIER},
-               {"binomial", 99}, {"tree ", QUAY_OFF_BARRIER}};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        setenv(VAR, bad[i].name, 1);
-        is_int(qrt_env_coll_alg(VAR, bad[i].kind, &v), -1);
-        is_int((int)v, 99);
+        int want;
+    } cases[] = {{"auto", QUAY_OFF_BCAST, QUAY_COLL_AUTO},
+                 {"tree", QUAY_OFF_BARRIER, QUAY_BARRIER_TREE},
+                 {"optimal_tree", QUAY_OFF_BCAST, QUAY_BCAST_OPTIMAL_TREE},
+                 {"ring", QUAY_OFF_ALLREDUCE, QUAY_ALLREDUCE_RING},
+                 {"ring", QUAY_OFF_BARRIER, -1},
+                 {"Tree", QUAY_OFF_BARRIER, -1},
+                 {"3", QUAY_OFF_BARRIER, -1},
+                 {"binomial", 99, -1},
+                 {"tree ", QUAY_OFF_BARRIER, -1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        v = 99;
+        setenv(VAR, cases[i].name, 1);
+        if (cases[i].want < 0) {
+            is_int(qrt_env_coll_alg(VAR, cases[i].kind, &v), -1);
+            is_int((int)v, 99);
+        } else {
+            is_int(qrt_env_coll_alg(VAR, cases[i].kind, &v), 0);
+            is_int((int)v, cases[i].want);
+        }
     }
     unsetenv(VAR);
 }
