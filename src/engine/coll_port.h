@@ -54,4 +54,11 @@ static inline int coll_has_ready(const coll_port *p)
     return !ql_empty(&p->ready) || p->npend != 0;
 }
 
+/* The collectives look at messages arriving on their twins before any
+ * call matches them (application bypass). */
+static inline int coll_watches_arrivals(const coll_port *p)
+{
+    return p->hooks != NULL && p->hooks->on_arrival != NULL;
+}
+
 #endif /* QUAY_ENGINE_COLL_PORT_H */

@@ -13,8 +13,9 @@
 
 /*
  * The hot path's other half: the message of eager_arrival (in its turn,
- * standard mode, checked) meets no posted receive. On a user communicator
- * with no oracle alongside, a payload of up to UPAY_SLOT bytes, a free
+ * standard mode, checked) meets no posted receive. On a communicator
+ * whose arrivals nobody watches (a collective twin under application
+ * bypass is watched: match_add_unexp), with no oracle alongside, a payload of up to UPAY_SLOT bytes, a free
  * descriptor and room in the unexpected budget, it is kept here as
  * seq_process keeps one (an engine without flow control holds no credit
  * for it), its payload in a pool slot; else EAGER_NOT_FAST and the general
@@ -25,7 +26,8 @@ static QUAY_ALWAYS_INLINE int eager_keep(quay_engine *e, peer_state *ps, quay_co
                                          int32_t peer, int32_t src, int32_t tag, uint64_t mlen)
 {
     umsg *m = e->msg_free;
-    if (m == NULL || c->internal || e->m.oracle != NULL || mlen > UPAY_SLOT ||
+    if (m == NULL || (c->internal && coll_watches_arrivals(&e->coll)) || e->m.oracle != NULL ||
+        mlen > UPAY_SLOT ||
         mlen > e->cfg.unexpected_bytes_max - e->ubytes)
         return EAGER_NOT_FAST;
     uint8_t *d = NULL;

@@ -259,7 +259,7 @@ void match_add_unexp(quay_engine *e, quay_comm *c, umsg *u)
     u->where = UM_UNEXP;
     u->comm = c;
     c->nunexp++;
-    if (c->internal && e->coll.hooks != NULL && e->coll.hooks->on_arrival != NULL)
+    if (c->internal && coll_watches_arrivals(&e->coll))
         e->coll.hooks->on_arrival(e, c, u); /* application bypass may take it early */
     if (e->m.use_fast)
         match_unexp_link(&e->m, c, u);
