@@ -32,12 +32,24 @@
  * With a core per rank, crowded means more runnable threads than cores:
  * the kernel's count (/proc/loadavg's fourth field; ours included, and
  * our ranks all poll), read when a wait goes idle, at most every
- * RT_LOAD_CHECK_NS; two looks in a row must agree to change the verdict.
+ * RT_LOAD_CHECK_NS; two looks in a row must agree to change the verdict,
+ * which starts as spin (at start-up the count holds the launch).
  * With more ranks than cores the count cannot tell (our sleeping ranks
  * are not in it), but the yields can: one that takes longer than
  * RT_YIELD_SLOW_NS gave the core to a thread that computes. Two such in
  * sixteen and the ranks stop yielding; they try again after a while,
  * twice as long each time the trial fails (as crowded polls do).
+ *
+ * The count cannot see either that the kernel has put two ranks that
+ * wake each other on one core while the other one idles (it does, now
+ * and then, for minutes): each then spins its whole budget for an answer
+ * that needs the core it holds, 200 µs a message. What shows it is the
+ * time a rank was runnable but not running (the kernel's run delay,
+ * /proc/thread-self/schedstat), read when a blocked wait wakes: a
+ * quarter or more of the time since the last wake-up, two wake-ups in
+ * sixteen, and the rank takes the host for crowded, trying spin again
+ * after a while, twice as long each time the trial fails. (Not share:
+ * beside a peer on its core, yields measured slower than blocking.)
  */
 #ifndef QRT_WAIT_H
 #define QRT_WAIT_H
@@ -69,11 +81,21 @@ typedef struct qrt_waitpol {
     uint64_t cpoll_since; /* when polling was last turned on */
     uint64_t cpoll_retry_ns;
     uint64_t cpoll_retry_at;
+    int sfd;              /* /proc/thread-self/schedstat, or -1 */
+    uint8_t contended;    /* crowded by run delays (until contend_retry_at) */
+    uint32_t wakes;       /* blocked waits woken in this window of 16 ... */
+    uint32_t delayed;     /* ... and how many found the core taken */
+    uint64_t run_delay;   /* the run delay at the last wake-up, and when */
+    uint64_t run_delay_at;
+    uint64_t contend_since; /* when the verdict last stopped being contended */
+    uint64_t contend_retry_ns;
+    uint64_t contend_retry_at;
 } qrt_waitpol;
 
 /** Read the knobs (QUAY_SPIN_US, QUAY_SPIN, QUAY_SPIN_CROWDED_US,
- *  QUAY_CROWDED), open the load and take a first look. `local`: ranks on
- *  this host. 0, or QUAY_EINVAL for a bad knob (a message on stderr). */
+ *  QUAY_CROWDED) and open the load and the calling thread's run delay
+ *  (the thread that waits). `local`: ranks on this host. 0, or
+ *  QUAY_EINVAL for a bad knob (a message on stderr). */
 int qrt_waitpol_init(qrt_waitpol *p, int32_t local);
 
 void qrt_waitpol_fini(qrt_waitpol *p);
@@ -88,6 +110,17 @@ uint64_t qrt_waitpol_budget(qrt_waitpol *p, uint64_t now);
 /** A wait that polled for a crowded budget saw its answer in time (hit)
  *  or blocked (miss), at `now`. */
 void qrt_waitpol_polled(qrt_waitpol *p, int hit, uint64_t now);
+
+/** A wait that blocked has woken at `now`: reads the run delay. */
+void qrt_waitpol_woke(qrt_waitpol *p, uint64_t now);
+
+/** Of the `span_ns` since the last wake-up, the thread waited `delay_ns`
+ *  for a core (what qrt_waitpol_woke reads), at `now`. */
+void qrt_waitpol_delay(qrt_waitpol *p, uint64_t delay_ns, uint64_t span_ns, uint64_t now);
+
+/** The run delay (ns) in /proc/PID/schedstat's text ("exec delay
+ *  slices"), or -1 if the text is not that. */
+int64_t qrt_sched_run_delay(const char *text, size_t len);
 
 /** A share wait's sched_yield took `took_ns`, ending at `now`. */
 void qrt_waitpol_yielded(qrt_waitpol *p, uint64_t took_ns, uint64_t now);

@@ -310,7 +310,9 @@ static int wait_step(qrt *rt, idle_state *w)
     if (rc < 0)
         return rc;
     if (rc > 0) {
-        if (w->steps > 0 && w->phase != IDLE_BLOCK && w->budget != QRT_WAIT_SHARE)
+        if (w->phase == IDLE_BLOCK)
+            qrt_waitpol_woke(&rt->wait, now_ns()); /* (did it find its core taken?) */
+        else if (w->steps > 0 && w->budget != QRT_WAIT_SHARE)
             qrt_waitpol_polled(&rt->wait, 1, 0); /* (a hit needs no time) */
         w->steps = 0;
         w->phase = IDLE_POLL;

@@ -25,6 +25,10 @@
 /* A yield to one of our ranks returns within microseconds (it runs until
  * it waits); one to a computing thread takes a slice (0.75 ms and more). */
 #define RT_YIELD_SLOW_NS (250 * 1000ULL)
+/* A wake-up that waited this long for a core, a quarter or more of the
+ * time since the last one, found it taken (a slice of another thread is
+ * milliseconds; a passing one takes microseconds). */
+#define RT_DELAY_SLOW_NS (20 * 1000ULL)
 /* After yields or crowded polls fail: a trial after this long, doubled
  * after each trial that fails within RT_TRIAL_GOOD_NS, up to the max. */
 #define RT_RETRY_MIN_NS (20 * 1000 * 1000ULL)
@@ -49,6 +53,24 @@ int32_t qrt_load_runnable(const char *text, size_t len)
     if (i == start || i >= len || text[i] != '/')
         return -1;
     return r;
+}
+
+int64_t qrt_sched_run_delay(const char *text, size_t len)
+{
+    /* "1234 5678 9": skip the first field, read the second. */
+    size_t i = 0;
+    while (i < len && text[i] >= '0' && text[i] <= '9')
+        i++;
+    if (i == 0 || i >= len || text[i] != ' ')
+        return -1;
+    i++;
+    int64_t v = 0;
+    size_t start = i;
+    while (i < len && text[i] >= '0' && text[i] <= '9' && v < INT64_MAX / 10 - 9)
+        v = v * 10 + (text[i++] - '0');
+    if (i == start || (i < len && text[i] != ' ' && text[i] != '\n'))
+        return -1;
+    return v;
 }
 
 static int32_t cores_allowed(void)
@@ -105,12 +127,15 @@ int qrt_waitpol_init(qrt_waitpol *p, int32_t local)
     p->cpus = n > 0 ? (int32_t)n : p->allowed;
     p->crowded = p->force == 2;
     p->retry_ns = p->cpoll_retry_ns = RT_RETRY_MIN_NS / 2; /* doubled at the first */
+    /* No look here: at start-up the count holds our ranks' siblings
+     * starting and the launcher, a crowd gone within milliseconds, and a
+     * crowded verdict from it can stop the polls for a short program's
+     * whole run. Spin until two looks of the waits agree otherwise. */
+    p->sfd = -1;
+    p->contend_retry_ns = RT_RETRY_MIN_NS / 2;
     if (p->force == 0 && !p->fixed && local <= p->allowed) {
         p->fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-        if (p->fd >= 0) {
-            look_at_load(p); /* the first look decides alone */
-            p->crowded = p->last;
-        }
+        p->sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     }
     return 0;
 }
@@ -119,7 +144,9 @@ void qrt_waitpol_fini(qrt_waitpol *p)
 {
     if (p->fd >= 0)
         close(p->fd);
-    p->fd = -1;
+    if (p->sfd >= 0)
+        close(p->sfd);
+    p->fd = p->sfd = -1;
 }
 
 /* The wait before the next trial, after one that lasted `lasted`. */
@@ -146,9 +173,50 @@ void qrt_waitpol_yielded(qrt_waitpol *p, uint64_t took_ns, uint64_t now)
     }
 }
 
+void qrt_waitpol_delay(qrt_waitpol *p, uint64_t delay_ns, uint64_t span_ns, uint64_t now)
+{
+    if (p->contended)
+        return;
+    p->wakes++;
+    p->delayed += delay_ns >= RT_DELAY_SLOW_NS && delay_ns >= span_ns / 4;
+    if (p->delayed >= 2) {
+        p->contended = 1;
+        p->contend_retry_ns = backoff(now - p->contend_since, p->contend_retry_ns);
+        p->contend_retry_at = now + p->contend_retry_ns;
+        p->wakes = p->delayed = 0;
+    } else if (p->wakes >= RT_WINDOW) {
+        p->wakes = p->delayed = 0;
+    }
+}
+
+void qrt_waitpol_woke(qrt_waitpol *p, uint64_t now)
+{
+    if (p->sfd < 0)
+        return;
+    char buf[96];
+    ssize_t n = pread(p->sfd, buf, sizeof buf, 0);
+    int64_t d = n > 0 ? qrt_sched_run_delay(buf, (size_t)n) : -1;
+    if (d < 0) {
+        close(p->sfd); /* (nothing to read: the other evidence decides) */
+        p->sfd = -1;
+        return;
+    }
+    uint64_t was = p->run_delay, was_at = p->run_delay_at;
+    p->run_delay = (uint64_t)d;
+    p->run_delay_at = now;
+    if (was_at != 0 && now > was_at && (uint64_t)d >= was)
+        qrt_waitpol_delay(p, (uint64_t)d - was, now - was_at, now);
+}
+
+/* The verdict for a wait: crowded by the load, or by run delays. */
+static int crowded_now(const qrt_waitpol *p)
+{
+    return p->crowded || p->contended;
+}
+
 void qrt_waitpol_polled(qrt_waitpol *p, int hit, uint64_t now)
 {
-    if (!p->crowded || !p->cpoll)
+    if (!crowded_now(p) || !p->cpoll)
         return;
     p->polls++;
     p->misses += !hit;
@@ -192,5 +260,10 @@ uint64_t qrt_waitpol_budget(qrt_waitpol *p, uint64_t now)
         look_at_load(p);
         p->next_check = now + RT_LOAD_CHECK_NS;
     }
-    return p->crowded ? crowded_budget(p, now) : p->spin_ns;
+    if (p->contended && now >= p->contend_retry_at) {
+        p->contended = 0; /* a trial of the load's verdict */
+        p->contend_since = now;
+        p->wakes = p->delayed = 0;
+    }
+    return crowded_now(p) ? crowded_budget(p, now) : p->spin_ns;
 }

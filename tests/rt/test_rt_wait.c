@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qrt_wait.h"
 
@@ -42,6 +43,28 @@ static void t_parse(void)
     /* Only `len` bytes are read: no terminator needed. */
     is_int(qrt_load_runnable("0.1 0.2 0.3 7/9 1", 14), 7);
     is_int(qrt_load_runnable("0.1 0.2 0.3 7/9 1", 13), -1);
+}
+
+static int64_t run_delay(const char *t)
+{
+    return qrt_sched_run_delay(t, strlen(t));
+}
+
+static void t_parse_schedstat(void)
+{
+    is_int((int)run_delay("1180956 0 1\n"), 0);
+    is_int((int)run_delay("12 345 6"), 345);
+    is_int((int)run_delay("12 345"), 345);
+    is_int((int)run_delay("12 345\n"), 345);
+    is_int((int)run_delay(""), -1);
+    is_int((int)run_delay("12"), -1);
+    is_int((int)run_delay("12 "), -1);
+    is_int((int)run_delay("12 x 3"), -1);
+    is_int((int)run_delay("12 34x 3"), -1);
+    is_int((int)run_delay(" 12 34 3"), -1);
+    /* Only `len` bytes are read. */
+    is_int((int)qrt_sched_run_delay("7 89 1", 3), 8);
+    is_int((int)qrt_sched_run_delay("7 89 1", 2), -1);
 }
 
 static void t_knobs(void)
@@ -133,6 +156,87 @@ static void t_verdict(void)
     qrt_waitpol_note(&p, 1);
     ok(!p.crowded);
     qrt_waitpol_fini(&p);
+}
+
+static void t_first_looks(void)
+{
+    /* Left to the load, a rank starts as spin: its start-up's count (the
+     * launcher, the other ranks starting) is one look, not a verdict. */
+    qrt_waitpol p;
+    unset_all();
+    is_int(qrt_waitpol_init(&p, 1), 0);
+    ok(!p.crowded);
+    /* The first wait's look, whatever the machine's load, is one. */
+    ok(qrt_waitpol_budget(&p, 0) == p.spin_ns);
+    p.cpus = 1;
+    p.crowded = p.last = 0;
+    qrt_waitpol_note(&p, 3);
+    ok(!p.crowded);
+    qrt_waitpol_note(&p, 3);
+    ok(p.crowded);
+    qrt_waitpol_fini(&p);
+}
+
+static void t_contended(void)
+{
+    /* Two ranks, two cores, a quiet count: spin, until two wake-ups in
+     * sixteen find the core taken (the kernel put the ranks on one core);
+     * then crowded, with trials of spin after 20 ms, 40 ms, ... */
+    const uint64_t us = 1000, ms = 1000 * us;
+    qrt_waitpol p;
+    unset_all();
+    is_int(qrt_waitpol_init(&p, 2), 0);
+    if (p.fd >= 0)
+        close(p.fd); /* (the test plays the load: none) */
+    if (p.sfd >= 0)
+        close(p.sfd);
+    p.fd = p.sfd = -1;
+    p.cpus = p.allowed = 2;
+    p.crowded = p.last = 0;
+    uint64_t t = 10000 * ms;
+    ok(qrt_waitpol_budget(&p, t) == p.spin_ns);
+    /* Short delays, or long ones that are a small share of the time. */
+    for (int i = 0; i < 40; i++)
+        qrt_waitpol_delay(&p, i % 2 ? 19 * us : 30 * us, i % 2 ? 40 * us : 200 * us, t += ms);
+    ok(!p.contended);
+    /* One a window: still spin. */
+    for (int i = 0; i < 48; i++)
+        qrt_waitpol_delay(&p, i % 16 == 5 ? 200 * us : 0, 400 * us, t += ms);
+    ok(!p.contended);
+    ok(qrt_waitpol_budget(&p, t) == p.spin_ns);
+    qrt_waitpol_delay(&p, 200 * us, 400 * us, t += ms);
+    qrt_waitpol_delay(&p, 0, 400 * us, t += ms);
+    qrt_waitpol_delay(&p, 100 * us, 400 * us, t += ms); /* a quarter: counts */
+    ok(p.contended);
+    ok(qrt_waitpol_budget(&p, t) == p.crowded_ns);
+    /* Crowded polls are judged: they miss (the peer needs our core). */
+    for (int i = 0; i < 9; i++)
+        qrt_waitpol_polled(&p, 0, t += us);
+    is_int((int)qrt_waitpol_budget(&p, t), 0);
+    is_int((int)qrt_waitpol_budget(&p, t + 15 * ms), 0);
+    /* The trial: spin again; it fails at once, so the next is later. */
+    ok(qrt_waitpol_budget(&p, t += 20 * ms) == p.spin_ns);
+    ok(!p.contended);
+    qrt_waitpol_delay(&p, 300 * us, 500 * us, t += ms);
+    qrt_waitpol_delay(&p, 300 * us, 500 * us, t += ms);
+    ok(p.contended);
+    ok(qrt_waitpol_budget(&p, t + 39 * ms) != p.spin_ns);
+    ok(qrt_waitpol_budget(&p, t += 40 * ms) == p.spin_ns);
+    /* A trial that holds for a second: the next failure waits 20 ms. */
+    for (int i = 0; i < 1000; i++)
+        qrt_waitpol_delay(&p, 0, ms, t += ms);
+    qrt_waitpol_delay(&p, 300 * us, 500 * us, t += ms);
+    qrt_waitpol_delay(&p, 300 * us, 500 * us, t += ms);
+    ok(p.contended);
+    ok(qrt_waitpol_budget(&p, t + 20 * ms) == p.spin_ns);
+    qrt_waitpol_fini(&p);
+
+    /* QUAY_CROWDED=0 (never): no run delays are read. */
+    setenv("QUAY_CROWDED", "0", 1);
+    is_int(qrt_waitpol_init(&p, 2), 0);
+    is_int(p.sfd, -1);
+    qrt_waitpol_fini(&p);
+    unset_all();
 }
 
 static void t_yields(void)
@@ -242,16 +346,24 @@ static void t_live(void)
     ok(p.fd >= 0);
     uint64_t b = qrt_waitpol_budget(&p, 0);
     ok(b == p.spin_ns || b == p.crowded_ns || b == QRT_WAIT_SHARE);
+    /* The run delay is read too (the kernel has it, or it is let go). */
+    qrt_waitpol_woke(&p, 1000);
+    qrt_waitpol_woke(&p, 2000);
+    ok(p.sfd < 0 || p.run_delay_at == 2000);
     qrt_waitpol_fini(&p);
     is_int(p.fd, -1);
+    is_int(p.sfd, -1);
 }
 
 int main(void)
 {
     subtest("/proc/loadavg's runnable count", t_parse);
+    subtest("schedstat's run delay", t_parse_schedstat);
     subtest("the knobs", t_knobs);
     subtest("more ranks than cores", t_ranks_share);
     subtest("the verdict from two looks", t_verdict);
+    subtest("no verdict at start-up", t_first_looks);
+    subtest("wake-ups that find the core taken", t_contended);
     subtest("slow yields", t_yields);
     subtest("crowded polls that pay, and that do not", t_polls);
     subtest("the live load", t_live);
