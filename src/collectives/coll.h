@@ -10,7 +10,9 @@
  * of different collectives, and of different rounds of one, never match
  * each other. Their completion marks the step done (coll_hooks.on_req_done)
  * and queues the schedule on e->coll.ready; coll_hooks.progress starts
- * what became ready, outside the packet path (no recursion).
+ * what became ready, outside the packet path (no recursion). A completion
+ * that leaves every step done finishes the schedule at once instead: it
+ * starts nothing, and the user's request completes as a receive's would.
  *
  * Buffers are named, not pointed to, while building (the schedule owns a
  * temporary area allocated once it is finalized): CB_SEND (the caller's
@@ -115,6 +117,7 @@ typedef struct coll_sched {
     uint8_t reused;    /* taken spare with its steps: nothing to build */
     uint8_t bypass_kind; /* early: QUAY_OFF_BCAST or QUAY_OFF_REDUCE */
     uint8_t ended;     /* early, failed before its call: kept for the call */
+    uint8_t running;   /* sched_run is on the stack: completions queue it */
     int cancelled;     /* after it: the pending receives were cancelled */
     int err;           /* building: out of memory */
     qlink link;        /* coll_state.active (or .spare) */

@@ -37,6 +37,7 @@ static int recv_error(const coll_step *st, const quay_req *r)
 }
 
 static void sched_on_req_done(quay_engine *e, quay_req *r);
+static void sched_finish(coll_sched *s);
 
 /* ---- building ------------------------------------------------------------------ */
 
@@ -607,6 +608,10 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
         /* an abort (empty where data was due), or the members disagree */
         fail(s, r->status.count == 0 ? QUAY_EPEER : QUAY_ETRUNCATE);
     step_done(s, i);
+    if (s->ndone == s->nsteps && s->error == 0 && !s->running) {
+        sched_finish(s); /* (the last step: nothing to start) */
+        return;
+    }
     if (!ql_linked(&s->rlink))
         ql_push_tail(&e->coll.ready, &s->rlink);
     work_rare(e);
@@ -718,8 +723,10 @@ static void sched_finish(coll_sched *s)
     req_complete(e, u);
 }
 
-/* Start what is ready; 1 if the schedule is finished (and freed). */
-static int sched_run(coll_sched *s)
+/* Start what is ready; 1 if a step found no request or control slot
+ * (s waits on e->coll.blocked). A step that completes at once (a
+ * receive the message was there for) leaves the finish to sched_run. */
+static int sched_run_ready(coll_sched *s)
 {
     quay_engine *e = s->e;
     uint32_t head = 0;
@@ -733,32 +740,34 @@ static int sched_run(coll_sched *s)
                 ql_remove(&s->rlink);
             ql_push_tail(&e->coll.blocked, &s->rlink);
             work_rare(e);
-            return 0;
+            return 1;
         }
         head++;
     }
     s->nready = 0;
-    if (s->error != 0) {
+    if (s->error != 0 && !s->cancelled) {
         /* Nothing more starts; what waits to be received never will; and
          * every member still waiting for one of our messages gets an
          * abort in its place, so that the failure reaches it too. */
-        if (!s->cancelled) {
-            s->cancelled = 1;
-            for (uint32_t i = 0; i < s->nsteps; i++) {
-                coll_step *st = &s->steps[i];
-                if (st->kind == CS_RECV && st->req != NULL)
-                    req_cancel(e, st->req);
-                else if (st->kind == CS_SEND && (st->state == CST_WAIT || st->state == CST_READY))
-                    send_abort(s, i);
-            }
+        s->cancelled = 1;
+        for (uint32_t i = 0; i < s->nsteps; i++) {
+            coll_step *st = &s->steps[i];
+            if (st->kind == CS_RECV && st->req != NULL)
+                req_cancel(e, st->req);
+            else if (st->kind == CS_SEND && (st->state == CST_WAIT || st->state == CST_READY))
+                send_abort(s, i);
         }
-        if (s->nrunning == 0) {
-            sched_finish(s);
-            return 1;
-        }
-        return 0;
     }
-    if (s->ndone == s->nsteps) {
+    return 0;
+}
+
+/* Start what is ready; 1 if the schedule is finished (and freed). */
+static int sched_run(coll_sched *s)
+{
+    s->running = 1;
+    int blocked = sched_run_ready(s);
+    s->running = 0;
+    if (!blocked && (s->error != 0 ? s->nrunning == 0 : s->ndone == s->nsteps)) {
         sched_finish(s);
         return 1;
     }
