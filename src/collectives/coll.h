@@ -10,9 +10,11 @@
  * of different collectives, and of different rounds of one, never match
  * each other. Their completion marks the step done (coll_hooks.on_req_done)
  * and queues the schedule on e->coll.ready; coll_hooks.progress starts
- * what became ready, outside the packet path (no recursion). A completion
- * that leaves every step done finishes the schedule at once instead: it
- * starts nothing, and the user's request completes as a receive's would.
+ * what became ready, outside the packet path (no recursion). The steps
+ * that move no message (a reduction, a copy) run at the completion that
+ * makes them ready, and one that leaves every step done finishes the
+ * schedule there: neither starts a message, and the user's request
+ * completes as a receive's would.
  *
  * Buffers are named, not pointed to, while building (the schedule owns a
  * temporary area allocated once it is finalized): CB_SEND (the caller's

@@ -38,6 +38,7 @@ static int recv_error(const coll_step *st, const quay_req *r)
 
 static void sched_on_req_done(quay_engine *e, quay_req *r);
 static void sched_finish(coll_sched *s);
+static int step_run(coll_sched *s, uint32_t i);
 
 /* ---- building ------------------------------------------------------------------ */
 
@@ -595,6 +596,22 @@ static void fail(coll_sched *s, int code)
         s->error = code;
 }
 
+/* The ready steps that move no message (reduce, copy, join) run at once,
+ * those that follow them too; sends and receives stay ready, in order,
+ * for sched_run. */
+static void run_local_ready(coll_sched *s)
+{
+    uint32_t keep = 0;
+    for (uint32_t k = 0; k < s->nready; k++) { /* (step_done appends) */
+        uint32_t i = s->ready[k];
+        if (s->steps[i].kind == CS_SEND || s->steps[i].kind == CS_RECV)
+            s->ready[keep++] = i;
+        else
+            (void)step_run(s, i); /* (a local step always runs) */
+    }
+    s->nready = keep;
+}
+
 static void sched_on_req_done(quay_engine *e, quay_req *r)
 {
     coll_sched *s = r->user;
@@ -608,9 +625,12 @@ static void sched_on_req_done(quay_engine *e, quay_req *r)
         /* an abort (empty where data was due), or the members disagree */
         fail(s, r->status.count == 0 ? QUAY_EPEER : QUAY_ETRUNCATE);
     step_done(s, i);
-    if (s->ndone == s->nsteps && s->error == 0 && !s->running) {
-        sched_finish(s); /* (the last step: nothing to start) */
-        return;
+    if (s->error == 0 && !s->running) {
+        run_local_ready(s);
+        if (s->ndone == s->nsteps) {
+            sched_finish(s); /* (nothing was left to start) */
+            return;
+        }
     }
     if (!ql_linked(&s->rlink))
         ql_push_tail(&e->coll.ready, &s->rlink);
