@@ -127,12 +127,12 @@ int qrt_waitpol_init(qrt_waitpol *p, int32_t local)
     p->cpus = n > 0 ? (int32_t)n : p->allowed;
     p->crowded = p->force == 2;
     p->retry_ns = p->cpoll_retry_ns = RT_RETRY_MIN_NS / 2; /* doubled at the first */
+    p->sfd = -1;
+    p->contend_retry_ns = RT_RETRY_MIN_NS / 2;
     /* No look here: at start-up the count holds our ranks' siblings
      * starting and the launcher, a crowd gone within milliseconds, and a
      * crowded verdict from it can stop the polls for a short program's
      * whole run. Spin until two looks of the waits agree otherwise. */
-    p->sfd = -1;
-    p->contend_retry_ns = RT_RETRY_MIN_NS / 2;
     if (p->force == 0 && !p->fixed && local <= p->allowed) {
         p->fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
         p->sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
