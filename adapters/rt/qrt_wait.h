@@ -57,6 +57,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Evidence against a way of waiting (yielding, crowded polls, spinning
+ * beside a peer on our core), judged over windows of 16 events; once it
+ * is against, the way is tried again after retry_ns, twice as long each
+ * time a trial fails within a second. */
+typedef struct qrt_evidence {
+    uint32_t seen;        /* events in this window ... */
+    uint32_t against;     /* ... and how many spoke against */
+    uint64_t since;       /* when the last trial began */
+    uint64_t retry_ns;    /* how long until the next trial */
+    uint64_t retry_at;
+} qrt_evidence;
+
 typedef struct qrt_waitpol {
     uint64_t spin_ns;     /* spin: idle time polled (QUAY_SPIN_US) */
     uint64_t crowded_ns;  /* crowded: idle time polled (QUAY_SPIN_CROWDED_US) */
@@ -70,26 +82,14 @@ typedef struct qrt_waitpol {
     int32_t cpus;         /* online cores (the count covers them all) */
     int32_t allowed;      /* cores this process may run on */
     uint64_t next_check;  /* when to read the load again */
-    uint32_t yields;      /* share: yields in this window of 16 ... */
-    uint32_t slow;        /* ... and how many of them were slow */
-    uint64_t share_since; /* share: when the verdict last became share */
-    uint64_t retry_ns;    /* crowded by slow yields: how long until a trial */
-    uint64_t retry_at;
+    qrt_evidence yields;  /* share: slow yields (then crowded) */
     uint8_t cpoll;        /* crowded: polling pays (or is on trial) */
-    uint32_t polls;       /* crowded: polls in this window of 16 ... */
-    uint32_t misses;      /* ... and how many of them ended in a block */
-    uint64_t cpoll_since; /* when polling was last turned on */
-    uint64_t cpoll_retry_ns;
-    uint64_t cpoll_retry_at;
+    qrt_evidence polls;   /* crowded: polls that ended in a block */
     int sfd;              /* /proc/thread-self/schedstat, or -1 */
-    uint8_t contended;    /* crowded by run delays (until contend_retry_at) */
-    uint32_t wakes;       /* blocked waits woken in this window of 16 ... */
-    uint32_t delayed;     /* ... and how many found the core taken */
+    uint8_t contended;    /* crowded by run delays */
+    qrt_evidence wakes;   /* blocked waits woken that found the core taken */
     uint64_t run_delay;   /* the run delay at the last wake-up, and when */
     uint64_t run_delay_at;
-    uint64_t contend_since; /* when the verdict last stopped being contended */
-    uint64_t contend_retry_ns;
-    uint64_t contend_retry_at;
 } qrt_waitpol;
 
 /** Read the knobs (QUAY_SPIN_US, QUAY_SPIN, QUAY_SPIN_CROWDED_US,

@@ -126,9 +126,9 @@ int qrt_waitpol_init(qrt_waitpol *p, int32_t local)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     p->cpus = n > 0 ? (int32_t)n : p->allowed;
     p->crowded = p->force == 2;
-    p->retry_ns = p->cpoll_retry_ns = RT_RETRY_MIN_NS / 2; /* doubled at the first */
+    /* (doubled at the first) */
+    p->yields.retry_ns = p->polls.retry_ns = p->wakes.retry_ns = RT_RETRY_MIN_NS / 2;
     p->sfd = -1;
-    p->contend_retry_ns = RT_RETRY_MIN_NS / 2;
     /* No look here: at start-up the count holds our ranks' siblings
      * starting and the launcher, a crowd gone within milliseconds, and a
      * crowded verdict from it can stop the polls for a short program's
@@ -157,36 +157,46 @@ static uint64_t backoff(uint64_t lasted, uint64_t last_wait)
     return last_wait < RT_RETRY_MAX_NS / 2 ? 2 * last_wait : RT_RETRY_MAX_NS;
 }
 
+/* One event, against or not: 1 once `limit` in a window are against (the
+ * next trial is then set), else 0. */
+static int judge(qrt_evidence *v, int against, uint32_t limit, uint64_t now)
+{
+    v->seen++;
+    v->against += against != 0;
+    if (v->against >= limit) {
+        v->retry_ns = backoff(now - v->since, v->retry_ns);
+        v->retry_at = now + v->retry_ns;
+        v->seen = v->against = 0;
+        return 1;
+    }
+    if (v->seen >= RT_WINDOW)
+        v->seen = v->against = 0;
+    return 0;
+}
+
+/* 1 (and a new trial begins, its window empty) once the trial is due. */
+static int trial_due(qrt_evidence *v, uint64_t now)
+{
+    if (now < v->retry_at)
+        return 0;
+    v->since = now;
+    v->seen = v->against = 0;
+    return 1;
+}
+
 void qrt_waitpol_yielded(qrt_waitpol *p, uint64_t took_ns, uint64_t now)
 {
     if (p->force != 0 || p->fixed)
         return;
-    p->yields++;
-    p->slow += took_ns >= RT_YIELD_SLOW_NS;
-    if (p->slow >= 2) {
+    if (judge(&p->yields, took_ns >= RT_YIELD_SLOW_NS, 2, now))
         p->crowded = 1;
-        p->retry_ns = backoff(now - p->share_since, p->retry_ns);
-        p->retry_at = now + p->retry_ns;
-        p->yields = p->slow = 0;
-    } else if (p->yields >= RT_WINDOW) {
-        p->yields = p->slow = 0;
-    }
 }
 
 void qrt_waitpol_delay(qrt_waitpol *p, uint64_t delay_ns, uint64_t span_ns, uint64_t now)
 {
-    if (p->contended)
-        return;
-    p->wakes++;
-    p->delayed += delay_ns >= RT_DELAY_SLOW_NS && delay_ns >= span_ns / 4;
-    if (p->delayed >= 2) {
+    if (!p->contended &&
+        judge(&p->wakes, delay_ns >= RT_DELAY_SLOW_NS && delay_ns >= span_ns / 4, 2, now))
         p->contended = 1;
-        p->contend_retry_ns = backoff(now - p->contend_since, p->contend_retry_ns);
-        p->contend_retry_at = now + p->contend_retry_ns;
-        p->wakes = p->delayed = 0;
-    } else if (p->wakes >= RT_WINDOW) {
-        p->wakes = p->delayed = 0;
-    }
 }
 
 void qrt_waitpol_woke(qrt_waitpol *p, uint64_t now)
@@ -216,18 +226,8 @@ static int crowded_now(const qrt_waitpol *p)
 
 void qrt_waitpol_polled(qrt_waitpol *p, int hit, uint64_t now)
 {
-    if (!crowded_now(p) || !p->cpoll)
-        return;
-    p->polls++;
-    p->misses += !hit;
-    if (p->misses > RT_WINDOW / 2) {
+    if (crowded_now(p) && p->cpoll && judge(&p->polls, !hit, RT_WINDOW / 2 + 1, now))
         p->cpoll = 0;
-        p->cpoll_retry_ns = backoff(now - p->cpoll_since, p->cpoll_retry_ns);
-        p->cpoll_retry_at = now + p->cpoll_retry_ns;
-        p->polls = p->misses = 0;
-    } else if (p->polls >= RT_WINDOW) {
-        p->polls = p->misses = 0;
-    }
 }
 
 /* Crowded: poll only while it pays, or on trial. */
@@ -235,11 +235,8 @@ static uint64_t crowded_budget(qrt_waitpol *p, uint64_t now)
 {
     if (p->crowded_ns == 0)
         return 0;
-    if (!p->cpoll && now >= p->cpoll_retry_at) {
+    if (!p->cpoll && trial_due(&p->polls, now))
         p->cpoll = 1;
-        p->cpoll_since = now;
-        p->polls = p->misses = 0;
-    }
     return p->cpoll ? p->crowded_ns : 0;
 }
 
@@ -249,21 +246,15 @@ uint64_t qrt_waitpol_budget(qrt_waitpol *p, uint64_t now)
         return QRT_WAIT_SHARE;
     if (p->local > p->allowed) {
         /* share, unless yields were slow (then a trial when it is due) */
-        if (p->crowded && p->force == 0 && now >= p->retry_at) {
+        if (p->crowded && p->force == 0 && trial_due(&p->yields, now))
             p->crowded = 0;
-            p->share_since = now;
-            p->yields = p->slow = 0;
-        }
         return p->crowded ? crowded_budget(p, now) : QRT_WAIT_SHARE;
     }
     if (p->fd >= 0 && now >= p->next_check) {
         look_at_load(p);
         p->next_check = now + RT_LOAD_CHECK_NS;
     }
-    if (p->contended && now >= p->contend_retry_at) {
+    if (p->contended && trial_due(&p->wakes, now))
         p->contended = 0; /* a trial of the load's verdict */
-        p->contend_since = now;
-        p->wakes = p->delayed = 0;
-    }
     return crowded_now(p) ? crowded_budget(p, now) : p->spin_ns;
 }
