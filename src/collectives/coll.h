@@ -148,7 +148,7 @@ typedef struct coll_sched {
     coll_shape shape;  /* what the steps were built for (kind 0: unknown) */
 } coll_sched;
 
-/* ---- building (sched.c) ---------------------------------------------------- */
+/* ---- building (build.c) ---------------------------------------------------- */
 
 uint32_t cs_send(coll_sched *s, int32_t peer, int buf, size_t off, size_t len,
                  uint32_t subtag);
@@ -166,6 +166,8 @@ uint32_t cs_join(coll_sched *s);
 uint32_t cs_after(coll_sched *s, uint32_t a, uint32_t b);
 /** before happens before after (CS_NONE on either side: no edge). */
 void cs_dep(coll_sched *s, uint32_t before, uint32_t after);
+/** Size the temporary area (bytes); the schedule allocates it at start. */
+void sched_tmp(coll_sched *s, size_t len);
 
 /* ---- application bypass schedules (bcast.c, reduce.c) ------------------------ */
 
@@ -216,8 +218,6 @@ coll_sched *sched_new(quay_engine *e, quay_comm *c, int *rc);
 /** sched_new, preferring a spare schedule built for `shape` (then
  *  s->reused is set and the caller builds nothing). */
 coll_sched *sched_new_shaped(quay_engine *e, quay_comm *c, const coll_shape *shape, int *rc);
-/** Size the temporary area (bytes); the schedule allocates it at start. */
-void sched_tmp(coll_sched *s, size_t len);
 /** Finish building and start: the user's request is returned in *req.
  *  On failure nothing remains (rc < 0). */
 int sched_start(coll_sched *s, quay_req **req);
