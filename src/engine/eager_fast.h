@@ -15,8 +15,9 @@
  * The hot path's other half: the message of eager_arrival (in its turn,
  * standard mode, checked) meets no posted receive. On a communicator
  * whose arrivals nobody watches (a collective twin under application
- * bypass is watched: match_add_unexp), with no oracle alongside, a payload of up to UPAY_SLOT bytes, a free
- * descriptor and room in the unexpected budget, it is kept here as
+ * bypass is watched: match_add_unexp), with no oracle alongside, a
+ * payload of up to UPAY_SLOT bytes, a free descriptor and room in the
+ * unexpected budget, it is kept here as
  * seq_process keeps one (an engine without flow control holds no credit
  * for it), its payload in a pool slot; else EAGER_NOT_FAST and the general
  * path decides (nothing is changed before the decision).
