@@ -10,15 +10,16 @@
 # let go before the root waits for the root's head start inside
 # MPI_Bcast. The table gives, per size and root, the medians over rounds
 # of each column (ns; see bcast_phases.c) and the median of the paired
-# quay / MPICH ratios of osu (what OSU reports) and of delivery (root in
-# to last receiver out: the broadcast itself).
+# quay / MPICH ratios of osu (what OSU reports), of delivery (root in
+# to last receiver out: the broadcast itself) and of period (one round of
+# the loop: what a program looping both waits).
 #
 # Environment: BUILD (default build-bench) must have tools/quayrun and
 # bench/mpi/bcast_phases_quay (-DQUAY_BENCH=ON); MPICH's mpicc builds
 # $BUILD/bench/mpi/bcast_phases_mpich (kept and used where there is no
 # mpicc). Rows go to
 # $BUILD/bench/mpi/bcast_phases.csv (round,impl,np,size,root,iters,osu,
-# root_ns,recv,delivery,lead).
+# root_ns,recv,delivery,lead,period).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -71,8 +72,9 @@ done
 
 echo "bcast_phases: $NP ranks, $ROUNDS rounds, $ITERS iterations; medians in ns" \
      "(lead > 0: a receiver left the barrier before the root)"
-printf "%6s %4s | %-29s | %-29s | %7s %9s\n" size root "MPICH: osu root recv deliv lead" \
-    "quay: osu root recv deliv lead" "osu q/M" "deliv q/M"
+printf "%6s %4s | %-35s | %-35s | %7s %9s %10s\n" size root \
+    "MPICH: osu root recv deliv lead per" "quay: osu root recv deliv lead per" \
+    "osu q/M" "deliv q/M" "period q/M"
 awk -F, '
 function med(list,   n, a, i, j, t) {
     n = split(list, a, " ")
@@ -81,25 +83,27 @@ function med(list,   n, a, i, j, t) {
 }
 {
     k = $4 SUBSEP $5; keys[k] = 1
-    for (c = 7; c <= 11; c++) v[$2, k, c] = v[$2, k, c] " " $c
-    x[$1, $2, k, 7] = $7; x[$1, $2, k, 10] = $10; rounds[$1] = 1
+    for (c = 7; c <= 12; c++) v[$2, k, c] = v[$2, k, c] " " $c
+    x[$1, $2, k, 7] = $7; x[$1, $2, k, 10] = $10; x[$1, $2, k, 12] = $12; rounds[$1] = 1
 }
 END {
     for (k in keys) {
         split(k, p, SUBSEP)
-        ro = ""; rd = ""
+        ro = ""; rd = ""; rp = ""
         for (r in rounds) {
             if ((r, "mpich", k, 7) in x && x[r, "mpich", k, 7] > 0) {
                 ro = ro " " x[r, "quay", k, 7] / x[r, "mpich", k, 7]
                 rd = rd " " x[r, "quay", k, 10] / x[r, "mpich", k, 10]
+                if (x[r, "mpich", k, 12] > 0)
+                    rp = rp " " x[r, "quay", k, 12] / x[r, "mpich", k, 12]
             }
         }
         printf "%6s %4s |", p[1], p[2]
         for (m = 0; m < 2; m++) {
             impl = m ? "quay" : "mpich"
-            for (c = 7; c <= 11; c++) printf " %5.0f", med(v[impl, k, c])
+            for (c = 7; c <= 12; c++) printf " %5.0f", med(v[impl, k, c])
             printf " |"
         }
-        printf " %7.2f %9.2f\n", med(ro), med(rd)
+        printf " %7.2f %9.2f %10.2f\n", med(ro), med(rd), med(rp)
     }
 }' "$CSV" | sort -n -k1,1 -k2,2

@@ -21,6 +21,9 @@
  *             receiver waits so much longer inside MPI_Bcast: osu and recv
  *             grow with it, delivery does not; negative: the root left the
  *             barrier first)
+ *   period    from the root entering MPI_Bcast to its entering the next
+ *             one: what a program looping broadcast and barrier waits per
+ *             round, whichever rank the barrier lets go first
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -119,8 +122,8 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0) {
-        double *col[5];
-        for (int k = 0; k < 5; k++)
+        double *col[6];
+        for (int k = 0; k < 6; k++)
             if ((col[k] = malloc((size_t)iters * sizeof *col[k])) == NULL) {
                 fprintf(stderr, "bcast_phases: out of memory\n");
                 MPI_Abort(MPI_COMM_WORLD, 1);
@@ -147,14 +150,16 @@ int main(int argc, char **argv)
             col[2][i] = recv;
             col[3][i] = last_out - IN(root, i);
             col[4][i] = IN(root, i) - first_in;
+            if (i + 1 < iters)
+                col[5][i] = IN(root, i + 1) - IN(root, i);
         }
 #undef IN
 #undef OUT
         printf("%d,%ld,%ld,%ld", size, len, root, iters);
         for (int k = 0; k < 5; k++)
             printf(",%.0f", median(col[k], iters));
-        printf("\n");
-        for (int k = 0; k < 5; k++)
+        printf(",%.0f\n", iters > 1 ? median(col[5], iters - 1) : 0.0);
+        for (int k = 0; k < 6; k++)
             free(col[k]);
     }
     free(all);
