@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # fuzz/cmin.sh — merge campaign finds into fuzz/corpus/<harness>/ and keep
 # it small: afl-cmin (edges, hit counts ignored), then a greedy cover (the
-# seed-* files first: they always stay; then, again and again, the file
-# that adds the most edges not yet covered, while it adds at least
-# MIN_GAIN), renamed q-<sha1 prefix>.
+# seed-* files and the named reproducers, q-<name>, first: they always
+# stay; then, again and again, the file that adds the most edges not yet
+# covered, while it adds at least MIN_GAIN), renamed q-<sha1 prefix>.
 #
 #   fuzz/cmin.sh [-b BUILD_DIR] [-g MIN_GAIN] HARNESS [DIR...]
 #
@@ -54,7 +54,12 @@ for d in "$@"; do
 done
 afl-cmin -e -m none -t 5000 -i "$WORK/all" -o "$WORK/min" -- "$PROG" >"$WORK/cmin.log" 2>&1 ||
     { cat "$WORK/cmin.log"; exit 1; }
+# (a find's name: q- and 12 hex digits; anything else is kept by name)
+is_find() { [[ $1 =~ ^q-[0-9a-f]{12}$ ]]; }
 cp "$CORPUS"/seed-* "$WORK/min/" 2>/dev/null || true
+for f in "$CORPUS"/q-*; do
+    if [ -f "$f" ] && ! is_find "$(basename "$f")"; then cp "$f" "$WORK/min/"; fi
+done
 afl-showmap -e -m none -t 5000 -i "$WORK/min" -o "$WORK/maps" -- "$PROG" >/dev/null 2>&1 || true
 
 # Greedy cover: seeds first, then repeatedly the file that adds the most
@@ -71,7 +76,7 @@ done | awk -v mingain="$GAIN" '
         for (i = 1; i <= n; i++) covered[e[i]] = 1
     }
     END {
-        for (f in list) if (f ~ /^seed-/) take(f)
+        for (f in list) if (f ~ /^seed-/ || (f ~ /^q-/ && !(f ~ /^q-[0-9a-f]+$/ && length(f) == 14))) take(f)
         for (;;) {
             best = ""; gain = 0
             for (f in list) {
@@ -86,13 +91,17 @@ done | awk -v mingain="$GAIN" '
         for (f in keep) print f
     }' >"$WORK/keep"
 
-rm -f "$CORPUS"/q-*
+for f in "$CORPUS"/q-*; do
+    if [ -f "$f" ] && is_find "$(basename "$f")"; then rm -f "$f"; fi
+done
 kept=0
 while read -r b; do
     case $b in
     seed-*) ;;
+    q-*) is_find "$b" || continue ;&
     *) cp "$WORK/min/$b" "$CORPUS/q-$(sha1sum <"$WORK/min/$b" | cut -c1-12)"; kept=$((kept + 1)) ;;
     esac
 done <"$WORK/keep"
 echo "fuzz_$H: $(ls "$WORK/all" | wc -l) inputs, afl-cmin kept $(ls "$WORK/min" | wc -l)," \
-    "the cover $kept (+ $(ls "$CORPUS"/seed-* | wc -l) seeds) in $CORPUS"
+    "the cover $kept (+ $(ls "$CORPUS"/seed-* | wc -l) seeds and" \
+    "$(ls "$CORPUS" | grep -c '^q-' | awk -v k="$kept" '{ print $1 - k }') named) in $CORPUS"
