@@ -18,6 +18,7 @@
 #include <quay/quay.h>
 
 #include "harness.h"
+#include "fault_spec.h"
 #include "nicsim.h"
 
 #define NR 3

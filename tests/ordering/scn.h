@@ -3,8 +3,8 @@
  * engines over the adversarial nicsim, check MPI semantics on the result.
  *
  * Used by tests/ordering/test_ordering (CTest driver) and tools/quay-sim.
- * Only include/quay/quay.h and adapters/nicsim/nicsim.h are used; nothing
- * here depends on the test harness.
+ * Only include/quay/quay.h and adapters/nicsim/ (nicsim.h, fault_spec.h)
+ * are used; nothing here depends on the test harness.
  *
  * The scenario language is described in tests/ordering/README.md.
  */
@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fault_spec.h"
 #include "nicsim.h"
 
 #ifdef __cplusplus
