@@ -5,12 +5,13 @@
  * src/pm/hydra/proxy and mpiexec in 4.1+), not from MPICH code.
  *
  * One request line, one answer line (three more after an initack). Every
- * answer is read into a bounded buffer, split into key=value tokens and
- * checked: it must start with cmd=, name the expected answer, carry a
- * valid rc= (if any) and the fields the command needs, with every length
- * within the maxes the server gave.
+ * answer is read into a bounded buffer, split into key=value tokens
+ * (pmi_wire.c) and checked: it must start with cmd=, name the expected
+ * answer, carry a valid rc= (if any) and the fields the command needs,
+ * with every length within the maxes the server gave.
  */
 #include "pmi_client.h"
+#include "pmi_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,8 +35,6 @@
 #define LINE_CAP_START 1024
 /* Largest maxes accepted from a server (each; bytes). */
 #define MAXES_LIMIT (1 << 20)
-/* Most key=value tokens in one answer line. */
-#define MAX_TOKENS 32
 /* Longest abort message sent. */
 #define ABORT_MSG_MAX 256
 /* Singleton maxes: the same as Hydra's, so programs behave alike. */
@@ -77,15 +76,6 @@ struct qpmi {
     size_t kvcap;
 };
 
-typedef struct {
-    const char *cmd;
-    int ntok;
-    struct {
-        const char *key;
-        const char *val; /* NULL: a key without '=' */
-    } tok[MAX_TOKENS];
-} pmsg;
-
 static char init_err[256];
 
 /* ------------------------------------------------------------------------
@@ -104,53 +94,6 @@ static int fail(qpmi *p, int rc, const char *fmt, ...)
     if (rc == QPMI_EIO || rc == QPMI_EPROTO || rc == QPMI_ETIMEDOUT)
         p->dead = 1;
     return rc;
-}
-
-/* Strict decimal int in [min, max]: optional '-', digits, nothing else. */
-static int parse_int(const char *s, long min, long max, int *out)
-{
-    if (s == NULL || *s == '\0')
-        return -1;
-    const char *d = (*s == '-') ? s + 1 : s;
-    if (*d < '0' || *d > '9')
-        return -1;
-    for (const char *c = d; *c; c++)
-        if (*c < '0' || *c > '9')
-            return -1;
-    errno = 0;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == NULL || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* A key the wire can carry: printable ASCII, no space, '=' or '\'. */
-static int key_ok(const char *k, size_t max)
-{
-    size_t n = 0;
-    for (; k[n]; n++) {
-        unsigned char c = (unsigned char)k[n];
-        if (c <= 0x20 || c >= 0x7f || c == '=' || c == '\\' || n >= max)
-            return 0;
-    }
-    return n > 0;
-}
-
-/* A value the wire can carry: no controls, space, DEL or '\'. */
-static int byte_ok_in_value(unsigned char c)
-{
-    return c > 0x20 && c != 0x7f && c != '\\';
-}
-
-static int val_ok(const char *v, size_t max)
-{
-    size_t n = 0;
-    for (; v[n]; n++)
-        if (!byte_ok_in_value((unsigned char)v[n]) || n >= max)
-            return 0;
-    return n > 0;
 }
 
 static int64_t now_ms(void)
@@ -318,103 +261,27 @@ static int set_line_cap(qpmi *p, size_t cap)
  * Parsing an answer
  * ---------------------------------------------------------------------- */
 
-static int keychar(unsigned char c)
+/* Split p->line (len bytes) in place into m (pmi_wire.h). */
+static int parse_line(qpmi *p, size_t len, qpmi_answer *m)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
-}
-
-/* Split p->line (len bytes) in place into m. Values may carry MPICH's
- * backslash escapes ("\c" stands for c), which are removed. */
-static int parse_line(qpmi *p, size_t len, pmsg *m)
-{
-    char *s = p->line;
-    m->cmd = NULL;
-    m->ntok = 0;
-    if (memchr(s, '\0', len) != NULL)
-        return fail(p, QPMI_EPROTO, "NUL byte in an answer");
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f)
-            return fail(p, QPMI_EPROTO, "control character 0x%02x in an answer", c);
-    }
-    if (strncmp(s, "cmd=", 4) != 0)
-        return fail(p, QPMI_EPROTO, "answer does not start with cmd=: \"%.60s\"", s);
-
-    char *c = s;
-    for (;;) {
-        while (*c == ' ')
-            c++;
-        if (*c == '\0')
-            break;
-        char *key = c;
-        while (keychar((unsigned char)*c))
-            c++;
-        if (c == key || (*c != '=' && *c != ' ' && *c != '\0'))
-            return fail(p, QPMI_EPROTO, "bad key in an answer: \"%.60s\"", key);
-        char *val = NULL;
-        if (*c == '=') {
-            *c++ = '\0';
-            val = c;
-            char *w = c;
-            while (*c != ' ' && *c != '\0') {
-                if (*c == '\\' && c[1] != '\0')
-                    c++; /* escaped byte, a space included */
-                *w++ = *c++;
-            }
-            char end = *c;
-            *w = '\0'; /* may overwrite the space that ends it */
-            if (end != '\0')
-                c++;
-        } else if (*c == ' ') {
-            *c++ = '\0';
-        }
-        if (strcmp(key, "cmd") == 0 && m->cmd == NULL) {
-            if (val == NULL || *val == '\0')
-                return fail(p, QPMI_EPROTO, "empty cmd= in an answer");
-            m->cmd = val;
-            continue;
-        }
-        if (m->ntok == MAX_TOKENS)
-            return fail(p, QPMI_EPROTO, "more than %d fields in an answer", MAX_TOKENS);
-        m->tok[m->ntok].key = key;
-        m->tok[m->ntok].val = val;
-        m->ntok++;
-    }
-    if (m->cmd == NULL)
-        return fail(p, QPMI_EPROTO, "no cmd in an answer");
+    char why[160];
+    if (qpmi_wire_split(p->line, len, m, why, sizeof why) != 0)
+        return fail(p, QPMI_EPROTO, "%s", why);
     return QPMI_OK;
 }
 
-/* First value of `key` (NULL if absent or given without '='). */
-static const char *find(const pmsg *m, const char *key)
+static int need_int(qpmi *p, const qpmi_answer *m, const char *key, long min, long max, int *out)
 {
-    for (int i = 0; i < m->ntok; i++)
-        if (strcmp(m->tok[i].key, key) == 0)
-            return m->tok[i].val;
-    return NULL;
-}
-
-static int has_key(const pmsg *m, const char *key)
-{
-    for (int i = 0; i < m->ntok; i++)
-        if (strcmp(m->tok[i].key, key) == 0)
-            return 1;
-    return 0;
-}
-
-static int need_int(qpmi *p, const pmsg *m, const char *key, long min, long max, int *out)
-{
-    const char *v = find(m, key);
+    const char *v = qpmi_wire_find(m, key);
     if (v == NULL)
         return fail(p, QPMI_EPROTO, "cmd=%s answer lacks %s=", m->cmd, key);
-    if (parse_int(v, min, max, out) != 0)
+    if (qpmi_wire_int(v, min, max, out) != 0)
         return fail(p, QPMI_EPROTO, "cmd=%s answer has bad %s=%.40s", m->cmd, key, v);
     return QPMI_OK;
 }
 
 /* Read an answer, check its cmd and rc. ESERVER keeps the stream usable. */
-static int expect(qpmi *p, const char *cmd, pmsg *m)
+static int expect(qpmi *p, const char *cmd, qpmi_answer *m)
 {
     size_t len = 0;
     int rc = read_line(p, &len);
@@ -425,15 +292,15 @@ static int expect(qpmi *p, const char *cmd, pmsg *m)
         return rc;
     if (strcmp(m->cmd, cmd) != 0)
         return fail(p, QPMI_EPROTO, "expected cmd=%s, got cmd=%.60s", cmd, m->cmd);
-    if (has_key(m, "rc")) {
+    if (qpmi_wire_has(m, "rc")) {
         int code;
-        const char *v = find(m, "rc");
-        if (parse_int(v, INT_MIN, INT_MAX, &code) != 0)
+        const char *v = qpmi_wire_find(m, "rc");
+        if (qpmi_wire_int(v, INT_MIN, INT_MAX, &code) != 0)
             return fail(p, QPMI_EPROTO, "cmd=%s answer has bad rc=%.40s", cmd, v ? v : "");
         if (code != 0) {
-            const char *msg = find(m, "msg");
+            const char *msg = qpmi_wire_find(m, "msg");
             if (msg == NULL)
-                msg = find(m, "errmsg");
+                msg = qpmi_wire_find(m, "errmsg");
             return fail(p, QPMI_ESERVER, "cmd=%s: rc=%d%s%.120s", cmd, code, msg ? " " : "",
                         msg ? msg : "");
         }
@@ -459,7 +326,7 @@ static int env_int(qpmi *p, const char *name, long min, long max, int dflt, int 
         *out = dflt;
         return QPMI_OK;
     }
-    if (parse_int(v, min, max, out) != 0)
+    if (qpmi_wire_int(v, min, max, out) != 0)
         return fail(p, QPMI_EINVAL, "%s=\"%.40s\" is not an integer in [%ld, %ld]", name, v,
                     min, max);
     return QPMI_OK;
@@ -479,7 +346,7 @@ static int connect_port(qpmi *p, const char *hostport)
         host[hl - 2] = '\0';
     }
     int port;
-    if (parse_int(colon + 1, 1, 65535, &port) != 0)
+    if (qpmi_wire_int(colon + 1, 1, 65535, &port) != 0)
         return fail(p, QPMI_EINVAL, "PMI_PORT=\"%.60s\": bad port", hostport);
 
     struct addrinfo hints, *res = NULL;
@@ -519,7 +386,7 @@ static int connect_port(qpmi *p, const char *hostport)
 /* PMI_PORT handshake: initack, then set size / rank / debug. */
 static int initack(qpmi *p, int id)
 {
-    pmsg m;
+    qpmi_answer m;
     int rc = sendf(p, "cmd=initack pmiid=%d\n", id);
     if (rc == QPMI_OK)
         rc = expect(p, "initack", &m);
@@ -541,7 +408,7 @@ static int initack(qpmi *p, int id)
 
 static int handshake(qpmi *p)
 {
-    pmsg m;
+    qpmi_answer m;
     int rc;
 
     /* Version 1.1: Hydra 4.0.x refuses a higher subversion. */
@@ -576,10 +443,10 @@ static int handshake(qpmi *p)
     if ((rc = sendf(p, "cmd=get_my_kvsname\n")) != QPMI_OK ||
         (rc = expect(p, "my_kvsname", &m)) != QPMI_OK)
         return rc;
-    const char *k = find(&m, "kvsname");
+    const char *k = qpmi_wire_find(&m, "kvsname");
     if (k == NULL)
         return fail(p, QPMI_EPROTO, "cmd=my_kvsname answer lacks kvsname=");
-    if (!val_ok(k, (size_t)p->kvsname_max - 1))
+    if (!qpmi_wire_val_ok(k, (size_t)p->kvsname_max - 1))
         return fail(p, QPMI_EPROTO, "kvsname \"%.60s\" is empty, too long or unsendable", k);
     p->kvsname = strdup(k);
     if (p->kvsname == NULL)
@@ -663,7 +530,7 @@ int qpmi_init(qpmi **out)
 
     if (fdenv != NULL) {
         int fd;
-        if (parse_int(fdenv, 0, INT_MAX, &fd) != 0) {
+        if (qpmi_wire_int(fdenv, 0, INT_MAX, &fd) != 0) {
             rc = fail(p, QPMI_EINVAL, "PMI_FD=\"%.40s\" is not a descriptor number", fdenv);
             goto out;
         }
@@ -771,10 +638,10 @@ int qpmi_put(qpmi *p, const char *key, const char *value)
 {
     if (p == NULL || key == NULL || value == NULL)
         return QPMI_EINVAL;
-    if (!key_ok(key, qpmi_key_max(p)))
+    if (!qpmi_wire_key_ok(key, qpmi_key_max(p)))
         return fail(p, QPMI_EINVAL, "key empty, longer than %zu or with an unsendable character",
                     qpmi_key_max(p));
-    if (!val_ok(value, qpmi_val_max(p)))
+    if (!qpmi_wire_val_ok(value, qpmi_val_max(p)))
         return fail(p, QPMI_EINVAL,
                     "value empty, longer than %zu or with an unsendable character",
                     qpmi_val_max(p));
@@ -783,7 +650,7 @@ int qpmi_put(qpmi *p, const char *key, const char *value)
     int rc = live(p);
     if (rc != QPMI_OK)
         return rc;
-    pmsg m;
+    qpmi_answer m;
     if ((rc = sendf(p, "cmd=put kvsname=%s key=%s value=%s\n", p->kvsname, key, value)) !=
         QPMI_OK)
         return rc;
@@ -832,7 +699,7 @@ int qpmi_barrier(qpmi *p)
     int rc = live(p);
     if (rc != QPMI_OK)
         return rc;
-    pmsg m;
+    qpmi_answer m;
     if ((rc = sendf(p, "cmd=barrier_in\n")) != QPMI_OK)
         return rc;
     return expect(p, "barrier_out", &m);
@@ -854,7 +721,7 @@ int qpmi_get(qpmi *p, const char *key, char *buf, size_t bufsize, size_t *len)
 {
     if (p == NULL || key == NULL || buf == NULL || bufsize == 0)
         return QPMI_EINVAL;
-    if (!key_ok(key, qpmi_key_max(p)))
+    if (!qpmi_wire_key_ok(key, qpmi_key_max(p)))
         return fail(p, QPMI_EINVAL, "key empty, longer than %zu or with an unsendable character",
                     qpmi_key_max(p));
     if (p->fd < 0) {
@@ -866,7 +733,7 @@ int qpmi_get(qpmi *p, const char *key, char *buf, size_t bufsize, size_t *len)
     int rc = live(p);
     if (rc != QPMI_OK)
         return rc;
-    pmsg m;
+    qpmi_answer m;
     if ((rc = sendf(p, "cmd=get kvsname=%s key=%s\n", p->kvsname, key)) != QPMI_OK)
         return rc;
     rc = expect(p, "get_result", &m);
@@ -874,15 +741,15 @@ int qpmi_get(qpmi *p, const char *key, char *buf, size_t bufsize, size_t *len)
         return fail(p, QPMI_ENOTFOUND, "no key %.60s (%s)", key, p->err);
     if (rc != QPMI_OK)
         return rc;
-    const char *found = find(&m, "found");
-    if (has_key(&m, "found")) {
+    const char *found = qpmi_wire_find(&m, "found");
+    if (qpmi_wire_has(&m, "found")) {
         if (found != NULL && (strcmp(found, "FALSE") == 0 || strcmp(found, "false") == 0))
             return fail(p, QPMI_ENOTFOUND, "no key %.60s", key);
         if (found == NULL || (strcmp(found, "TRUE") != 0 && strcmp(found, "true") != 0))
             return fail(p, QPMI_EPROTO, "cmd=get_result has bad found=%.20s",
                         found ? found : "");
     }
-    const char *v = find(&m, "value");
+    const char *v = qpmi_wire_find(&m, "value");
     if (v == NULL)
         return fail(p, QPMI_EPROTO, "cmd=get_result answer lacks value=");
     if (strlen(v) >= (size_t)p->vallen_max)
@@ -919,7 +786,7 @@ int qpmi_abort(qpmi *p, int code, const char *msg)
     size_t n = 0;
     if (msg != NULL)
         for (; msg[n] && n < ABORT_MSG_MAX; n++)
-            clean[n] = byte_ok_in_value((unsigned char)msg[n]) && msg[n] != '=' ? msg[n] : '_';
+            clean[n] = qpmi_wire_val_byte_ok((unsigned char)msg[n]) && msg[n] != '=' ? msg[n] : '_';
     clean[n] = '\0';
     /* Best effort even on a dead stream: the line may still get through. */
     if (n > 0)
@@ -934,7 +801,7 @@ int qpmi_finalize(qpmi *p)
     int rc = QPMI_OK;
     if (p->fd >= 0) {
         rc = live(p);
-        pmsg m;
+        qpmi_answer m;
         if (rc == QPMI_OK)
             rc = sendf(p, "cmd=finalize\n");
         if (rc == QPMI_OK)
