@@ -15,16 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Split a copy of `text` in an exact-size heap buffer (NUL after it). */
-static int split(const char *text, qpmi_answer *m, char **keep, char *err, size_t errlen)
+/* `len` bytes of `bytes` (NULL: left for the caller to fill) in an
+ * exact-size heap buffer with a NUL after them, so that ASan sees any
+ * read past the line. */
+static char *heap_line(const char *bytes, size_t len)
 {
-    size_t len = strlen(text);
     char *line = malloc(len + 1);
     if (line == NULL)
         abort();
-    memcpy(line, text, len + 1);
-    *keep = line;
-    return qpmi_wire_split(line, len, m, err, errlen);
+    if (bytes != NULL)
+        memcpy(line, bytes, len);
+    line[len] = '\0';
+    return line;
+}
+
+/* Split a heap copy of `text`; *keep is the copy, for the caller to free. */
+static int split(const char *text, qpmi_answer *m, char **keep, char *err, size_t errlen)
+{
+    size_t len = strlen(text);
+    *keep = heap_line(text, len);
+    return qpmi_wire_split(*keep, len, m, err, errlen);
 }
 
 static void t_wellformed(void)
@@ -78,11 +88,7 @@ static void refused(const char *text, size_t len, const char *why)
 {
     qpmi_answer m;
     char err[128] = "";
-    char *line = malloc(len + 1);
-    if (line == NULL)
-        abort();
-    memcpy(line, text, len);
-    line[len] = '\0';
+    char *line = heap_line(text, len);
     int rc = qpmi_wire_split(line, len, &m, err, sizeof err);
     ok_msg(rc == -1 && strstr(err, why) != NULL, "refused (%s): got %d \"%s\"", why, rc, err);
     free(line);
@@ -181,11 +187,7 @@ static void t_hostile(void)
     size_t vlen = strlen(valid);
     int bad = 0;
     for (size_t len = 0; len <= vlen; len++) {
-        char *line = malloc(len + 1);
-        if (line == NULL)
-            abort();
-        memcpy(line, valid, len);
-        line[len] = '\0';
+        char *line = heap_line(valid, len);
         qpmi_answer m;
         char err[128];
         if (qpmi_wire_split(line, len, &m, err, sizeof err) == 0 && !inside(&m, line, len))
@@ -204,9 +206,7 @@ static void t_hostile(void)
         x ^= x >> 7;
         x ^= x << 17;
         size_t len = (size_t)(x % 48);
-        char *line = malloc(len + 1);
-        if (line == NULL)
-            abort();
+        char *line = heap_line(NULL, len);
         uint64_t y = x;
         size_t k = 0;
         if (len >= 4 && (x & 1)) {
@@ -217,7 +217,6 @@ static void t_hostile(void)
             y = y * 6364136223846793005u + 1442695040888963407u;
             line[k] = alpha[(y >> 33) % (sizeof alpha - 1)];
         }
-        line[len] = '\0';
         qpmi_answer m;
         char err[128];
         if (qpmi_wire_split(line, len, &m, err, sizeof err) == 0) {
