@@ -54,29 +54,37 @@ for d in "$@"; do
 done
 afl-cmin -e -m none -t 5000 -i "$WORK/all" -o "$WORK/min" -- "$PROG" >"$WORK/cmin.log" 2>&1 ||
     { cat "$WORK/cmin.log"; exit 1; }
-# (a find's name: q- and 12 hex digits; anything else is kept by name)
+# A find is named q- and 12 hex digits; seeds and every other q-<name>
+# (a reproducer) are pinned: they stay, and enter the cover first.
 is_find() { [[ $1 =~ ^q-[0-9a-f]{12}$ ]]; }
+pinned() { [[ $1 == seed-* ]] || { [[ $1 == q-* ]] && ! is_find "$1"; }; }
 cp "$CORPUS"/seed-* "$WORK/min/" 2>/dev/null || true
+named=0
 for f in "$CORPUS"/q-*; do
-    if [ -f "$f" ] && ! is_find "$(basename "$f")"; then cp "$f" "$WORK/min/"; fi
+    if [ -f "$f" ] && ! is_find "$(basename "$f")"; then
+        cp "$f" "$WORK/min/"
+        named=$((named + 1))
+    fi
 done
 afl-showmap -e -m none -t 5000 -i "$WORK/min" -o "$WORK/maps" -- "$PROG" >/dev/null 2>&1 || true
 
-# Greedy cover: seeds first, then repeatedly the file that adds the most
-# edges (the smaller on a tie), until nothing adds any.
+# Greedy cover: the pinned files first, then repeatedly the file that
+# adds the most edges (the smaller on a tie), until nothing adds any.
 for f in "$WORK/maps"/*; do
     b=$(basename "$f")
     s=$(stat -c %s "$WORK/min/$b")
-    awk -F: -v file="$b" -v size="$s" '{ print file, size, $1 }' "$f"
+    pin=0
+    if pinned "$b"; then pin=1; fi
+    awk -F: -v file="$b" -v size="$s" -v pin="$pin" '{ print file, size, $1, pin }' "$f"
 done | awk -v mingain="$GAIN" '
-    { list[$1] = list[$1] " " $3; size[$1] = $2 }
+    { list[$1] = list[$1] " " $3; size[$1] = $2; if ($4) pin[$1] = 1 }
     function take(f,   n, e, i) {
         keep[f] = 1
         n = split(list[f], e, " ")
         for (i = 1; i <= n; i++) covered[e[i]] = 1
     }
     END {
-        for (f in list) if (f ~ /^seed-/ || (f ~ /^q-/ && !(f ~ /^q-[0-9a-f]+$/ && length(f) == 14))) take(f)
+        for (f in pin) take(f)
         for (;;) {
             best = ""; gain = 0
             for (f in list) {
@@ -96,12 +104,9 @@ for f in "$CORPUS"/q-*; do
 done
 kept=0
 while read -r b; do
-    case $b in
-    seed-*) ;;
-    q-*) is_find "$b" || continue ;&
-    *) cp "$WORK/min/$b" "$CORPUS/q-$(sha1sum <"$WORK/min/$b" | cut -c1-12)"; kept=$((kept + 1)) ;;
-    esac
+    pinned "$b" && continue # (where it was, under its name)
+    cp "$WORK/min/$b" "$CORPUS/q-$(sha1sum <"$WORK/min/$b" | cut -c1-12)"
+    kept=$((kept + 1))
 done <"$WORK/keep"
 echo "fuzz_$H: $(ls "$WORK/all" | wc -l) inputs, afl-cmin kept $(ls "$WORK/min" | wc -l)," \
-    "the cover $kept (+ $(ls "$CORPUS"/seed-* | wc -l) seeds and" \
-    "$(ls "$CORPUS" | grep -c '^q-' | awk -v k="$kept" '{ print $1 - k }') named) in $CORPUS"
+    "the cover $kept (+ $(ls "$CORPUS"/seed-* | wc -l) seeds and $named named) in $CORPUS"
